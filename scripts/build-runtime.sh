@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# build-runtime.sh: build LLVM's OpenMP runtime 19.1.7 with OMPD and OMPT
+# support and debug info, plus LLVM's libompd.so (the reference OMPD library),
+# from Debian's source package, into a cache directory.
+#
+# Usage: scripts/build-runtime.sh [--print-dir]
+#
+# The cache directory is $OMPD_GO_RUNTIME_DIR, or else
+# ${XDG_CACHE_HOME:-$HOME/.cache}/ompd-go/llvm-openmp-19.1.7.
+# On success it holds:
+#   lib/libomp.so     the runtime (with .symtab and DWARF)
+#   lib/libompd.so    LLVM's OMPD library
+#   include/omp.h     the header programs compile against
+#   build/            the cmake build tree (libompd's gdb plugin is under it)
+#   stamp             written last; its presence makes a second run a no-op
+#
+# It installs what it needs with apt-get (cmake, clang-19, ninja-build, gdb,
+# xz-utils) and fetches the source with `apt-get source` from the deb-src
+# counterparts of this machine's own apt sources (no mirror is named here).
+# The upstream tarball is checked against a pinned SHA-256.
+#
+# With --print-dir it only prints the cache directory and exits.
+set -euo pipefail
+
+LLVM_VERSION=19.1.7
+SRC_PKG=llvm-toolchain-19
+ORIG_TARBALL="${SRC_PKG}_${LLVM_VERSION}.orig.tar.xz"
+ORIG_SHA256=ae498f3bc58ae2d9f64ef5f0c035c4240152bf015a5b7738b15c22e93bdc97ce
+
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/ompd-go"
+dir="${OMPD_GO_RUNTIME_DIR:-$cache_root/llvm-openmp-$LLVM_VERSION}"
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+	echo "$dir"
+	exit 0
+fi
+
+log() { echo "build-runtime: $*" >&2; }
+
+need_pkgs=()
+for p in cmake ninja-build clang-19 gdb xz-utils dpkg-dev; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
+done
+if ((${#need_pkgs[@]})); then
+	log "installing ${need_pkgs[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || true
+	apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if [[ -f "$dir/stamp" && -f "$dir/lib/libomp.so" && -f "$dir/lib/libompd.so" ]]; then
+	log "cached in $dir"
+	exit 0
+fi
+
+mkdir -p "$dir"
+work="$dir/work"
+mkdir -p "$work"
+
+# 1. A private apt configuration with deb-src entries derived from this
+#    machine's own deb entries (one-line and deb822 formats).
+aptdir="$work/apt"
+mkdir -p "$aptdir/sources" "$aptdir/lists/partial"
+: >"$aptdir/sources/src.list"
+: >"$aptdir/sources/src.sources"
+shopt -s nullglob
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+	[[ -f "$f" ]] || continue
+	grep -E '^[[:space:]]*deb[[:space:]]' "$f" | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >>"$aptdir/sources/src.list" || true
+done
+for f in /etc/apt/sources.list.d/*.sources; do
+	sed -E 's/^Types:.*/Types: deb-src/' "$f" >>"$aptdir/sources/src.sources"
+	printf '\n' >>"$aptdir/sources/src.sources"
+done
+shopt -u nullglob
+aptopts=(-o "Dir::Etc::SourceParts=$aptdir/sources" -o "Dir::Etc::SourceList=/dev/null"
+	-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache::archives=$aptdir/archives")
+
+tarball="$work/$ORIG_TARBALL"
+src="$work/src"
+if [[ ! -d "$src/openmp" ]]; then
+	if [[ ! -f "$tarball" ]]; then
+		log "fetching the $SRC_PKG source package"
+		apt-get "${aptopts[@]}" update -qq
+		(cd "$work" && apt-get "${aptopts[@]}" source --download-only "$SRC_PKG" >/dev/null)
+	fi
+	[[ -f "$tarball" ]] || { log "source tarball $ORIG_TARBALL not found after download"; exit 1; }
+	sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+	if [[ "$sum" != "$ORIG_SHA256" ]]; then
+		log "checksum mismatch for $ORIG_TARBALL: got $sum, want $ORIG_SHA256"
+		rm -f "$tarball"
+		exit 1
+	fi
+	log "source checksum ok ($sum)"
+
+	# 2. Extract only the OpenMP runtime and the shared cmake modules.
+	log "extracting openmp/ and cmake/"
+	rm -rf "$work/extract"
+	mkdir -p "$work/extract"
+	tar -xJf "$tarball" -C "$work/extract" --wildcards '*/openmp/*' '*/cmake/*'
+	mv "$work/extract"/* "$src"
+	rmdir "$work/extract"
+fi
+
+# 3. Configure and build.
+build="$dir/build"
+log "building (about a minute on 2 cores)"
+cmake -S "$src/openmp" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+	-DLIBOMP_OMPD_SUPPORT=ON -DLIBOMP_OMPT_SUPPORT=ON \
+	-DOPENMP_ENABLE_LIBOMPTARGET=OFF -DLIBOMP_USE_HWLOC=OFF \
+	-DOPENMP_ENABLE_TESTING=OFF >"$work/cmake.log" 2>&1 || { tail -30 "$work/cmake.log"; exit 1; }
+ninja -C "$build" >"$work/ninja.log" 2>&1 || { tail -30 "$work/ninja.log"; exit 1; }
+
+mkdir -p "$dir/lib" "$dir/include"
+cp -L "$build/runtime/src/libomp.so" "$dir/lib/libomp.so"
+cp -L "$build/libompd/src/libompd.so" "$dir/lib/libompd.so"
+cp "$build/runtime/src/omp.h" "$dir/include/omp.h"
+[[ -f "$build/runtime/src/omp-tools.h" ]] && cp "$build/runtime/src/omp-tools.h" "$dir/include/"
+# Keep the source tarball out of the cache once built; the tree stays for reading.
+rm -f "$tarball" "$work"/*.dsc "$work"/*.debian.tar.xz
+echo "$LLVM_VERSION $ORIG_SHA256" >"$dir/stamp"
+log "done: $dir"

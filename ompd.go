@@ -1,0 +1,143 @@
+// Package ompd is a pure-Go implementation of OMPD, the OpenMP debugger
+// support interface, for LLVM's OpenMP runtime (libomp).
+//
+// A debugger hands the package a view of a stopped OpenMP program, a
+// [target.Target] (a core file through target/core, a live process through
+// target/delve, or its own implementation), and gets back what the OpenMP
+// runtime knows: its threads and their states, the nest of parallel regions,
+// the task tree, every internal control variable (ICV), the display control
+// variables, and the breakpoint addresses where regions and tasks begin and
+// end.
+//
+// The entry point is [Open], which detects the runtime in the target and
+// reads its layout tables:
+//
+//	as, err := ompd.Open(t)
+//	...
+//	threads, err := as.Threads()
+//	for _, th := range threads {
+//		state, wait, _ := th.State()
+//		par, _ := th.CurrentParallel()
+//		...
+//	}
+//
+// Handles ([Thread], [Parallel], [Task]) are small comparable values: ==
+// and map keys work, Equal compares across address spaces safely, and
+// String gives a stable id a person can read. Nothing needs releasing.
+//
+// Failures are errors that match the sentinels below with errors.Is, wrapped
+// with context saying what was being read. Target failures (unreadable
+// memory, missing symbols) keep their own sentinels from package target
+// reachable through the chain as well.
+//
+// An AddressSpace caches target memory: a stopped target is read once per
+// runtime structure. For a live target, call [AddressSpace.Refresh] after
+// the process has run and stopped again; handles obtained before stay valid
+// only as long as the runtime objects they name do (see [ErrStaleHandle]).
+//
+// All methods are safe for concurrent use by several goroutines.
+package ompd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Version is the OMPD API version this package implements, in the form
+// OMPD's ompd_get_api_version reports it (year and month of the
+// specification draft it follows, as LLVM's libompd 19 does).
+const Version = 201811
+
+// VersionString describes this implementation, as ompd_get_version_string
+// does.
+func VersionString() string {
+	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP 5.1 debugging interface) for LLVM OpenMP runtimes", Version)
+}
+
+// Errors returned by this package, matching OMPD's return codes. Use
+// errors.Is to test for them: every error this package returns wraps one of
+// them, with context naming what was being done.
+var (
+	// ErrUnavailable (ompd_rc_unavailable): the information asked for does
+	// not exist, for instance the enclosing region of the outermost one, or
+	// a thread that is not an OpenMP thread.
+	ErrUnavailable = errors.New("ompd: unavailable")
+	// ErrStaleHandle (ompd_rc_stale_handle): the runtime object a handle
+	// names was freed or reused since the handle was made.
+	ErrStaleHandle = errors.New("ompd: stale handle")
+	// ErrBadInput (ompd_rc_bad_input): an argument is out of range or of
+	// the wrong kind.
+	ErrBadInput = errors.New("ompd: bad input")
+	// ErrUnsupported (ompd_rc_unsupported): the operation is not supported
+	// for this target or runtime (devices, a thread id kind the platform
+	// lacks).
+	ErrUnsupported = errors.New("ompd: unsupported")
+	// ErrNeedsStateTracking (ompd_rc_needs_state_tracking): the runtime
+	// was not started with OMP_DEBUG=enabled (or an OMPT tool), so it does
+	// not track what is asked for.
+	ErrNeedsStateTracking = errors.New("ompd: needs state tracking (run the program with OMP_DEBUG=enabled)")
+	// ErrIncompatible (ompd_rc_incompatible): the target's OpenMP runtime
+	// is not one this package can read.
+	ErrIncompatible = errors.New("ompd: incompatible runtime")
+	// ErrNoRuntime: the target has no OpenMP runtime at all. It also
+	// matches ErrIncompatible, as OMPD reports this case.
+	ErrNoRuntime = &noRuntimeError{}
+	// ErrReadFailed (ompd_rc_device_read_error): target memory could not
+	// be read. The target's own error stays reachable with errors.Is.
+	ErrReadFailed = errors.New("ompd: target read failed")
+	// ErrWriteFailed (ompd_rc_device_write_error): target memory could not
+	// be written (for instance a core file, which is read-only).
+	ErrWriteFailed = errors.New("ompd: target write failed")
+	// ErrCorrupt: runtime memory is inconsistent (a cycle in a list that
+	// must end, an absurd count, a pointer that must not be null). OMPD
+	// has no code for it; it also matches ErrReadFailed's sibling
+	// ompd_rc_error in spirit and is reported instead of looping or
+	// allocating without bound.
+	ErrCorrupt = errors.New("ompd: runtime memory is inconsistent")
+)
+
+type noRuntimeError struct{}
+
+func (*noRuntimeError) Error() string { return "ompd: no OpenMP runtime in target" }
+
+// Is makes ErrNoRuntime match ErrIncompatible too.
+func (*noRuntimeError) Is(target error) bool { return target == ErrIncompatible }
+
+// opError adds context to a sentinel (and optionally a cause from the
+// target) while keeping both reachable through errors.Is.
+type opError struct {
+	op    string // what was being done, e.g. "thread 3: read kmp_info"
+	kind  error  // one of the sentinels above
+	cause error  // underlying error, may be nil
+}
+
+func (e *opError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.op, e.kind.Error(), e.cause)
+	}
+	return fmt.Sprintf("%s: %s", e.op, e.kind.Error())
+}
+
+func (e *opError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.kind, e.cause}
+	}
+	return []error{e.kind}
+}
+
+// errorf returns an error matching kind, with a formatted context message.
+func errorf(kind error, format string, args ...any) error {
+	return &opError{op: fmt.Sprintf(format, args...), kind: kind}
+}
+
+// wrapErr returns an error matching kind and cause, with context op. If
+// cause already matches one of this package's sentinels, it is returned
+// with the added context but without a second kind.
+func wrapErr(kind error, cause error, format string, args ...any) error {
+	op := fmt.Sprintf(format, args...)
+	var oe *opError
+	if errors.As(cause, &oe) {
+		return fmt.Errorf("%s: %w", op, cause)
+	}
+	return &opError{op: op, kind: kind, cause: cause}
+}

@@ -57,17 +57,23 @@ func Open(t target.Target) (*AddressSpace, error) {
 	if t.ByteOrder() == nil {
 		return nil, errorf(ErrBadInput, "open: target has no byte order")
 	}
-	if _, err := t.LookupSymbol("ompd_state"); err != nil {
-		if _, err2 := t.LookupSymbol("__kmp_threads"); err2 == nil {
-			return nil, wrapErr(ErrIncompatible, err, "open: LLVM OpenMP runtime found but built without OMPD support")
-		}
-		if errors.Is(err, target.ErrNotFound) {
-			return nil, fmt.Errorf("open: no symbol ompd_state or __kmp_threads: %w", ErrNoRuntime)
-		}
-		return nil, wrapErr(ErrReadFailed, err, "open: looking up ompd_state")
-	}
 	as := &AddressSpace{t: t, mem: newMemory(t), syms: make(map[string]uint64)}
-	l, err := readTableLayout(as.lookupTarget(), as.mem)
+	ptr := uint64(sz.Pointer)
+	var r layoutReader
+	if _, err := as.sym("ompd_sizeof__kmp_info_t"); err == nil {
+		r = &tableReader{t: as.lookupTarget(), mem: as.mem}
+	} else if !errors.Is(err, target.ErrNotFound) {
+		return nil, wrapErr(ErrReadFailed, err, "open: looking up the runtime's OMPD tables")
+	} else if _, err2 := as.sym("__kmp_threads"); err2 == nil {
+		// A runtime built without OMPD support: its layout comes from
+		// its debug information, if the target has it.
+		r = &dwarfReader{t: t, ptr: ptr, int: uint64(sz.Int)}
+	} else if errors.Is(err2, target.ErrNotFound) {
+		return nil, fmt.Errorf("open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads: %w", ErrNoRuntime)
+	} else {
+		return nil, wrapErr(ErrReadFailed, err2, "open: looking up __kmp_threads")
+	}
+	l, err := readLayout(r, ptr)
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
@@ -232,7 +238,7 @@ func (as *AddressSpace) OpenMPVersion() (int, error) {
 // DLLLocations returns the names of the OMPD libraries the runtime
 // advertises in ompd_dll_locations, in its order.
 func (as *AddressSpace) DLLLocations() ([]string, error) {
-	if err := as.check(); err != nil {
+	if err := as.needOMPD("DLL locations"); err != nil {
 		return nil, err
 	}
 	addr, err := as.sym("ompd_dll_locations")
@@ -279,7 +285,7 @@ func (c ControlVar) String() string { return c.Raw }
 // DisplayControlVars returns the display control variables: what
 // OMP_DISPLAY_ENV=verbose prints, as the runtime recorded it at start-up.
 func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
-	if err := as.check(); err != nil {
+	if err := as.needOMPD("display control variables"); err != nil {
 		return nil, err
 	}
 	addr, err := as.sym("ompd_env_block")
@@ -345,7 +351,7 @@ func (b Breakpoints) All() []Breakpoint {
 // Breakpoints returns the addresses of the runtime's breakpoint functions.
 func (as *AddressSpace) Breakpoints() (Breakpoints, error) {
 	var b Breakpoints
-	if err := as.check(); err != nil {
+	if err := as.needOMPD("breakpoints"); err != nil {
 		return b, err
 	}
 	for _, e := range []struct {
@@ -372,6 +378,9 @@ const ompdEnableBP = 0x1
 // Enabled reports whether the runtime calls its breakpoint functions
 // (ompd_state has OMPD_ENABLE_BP set).
 func (as *AddressSpace) Enabled() (bool, error) {
+	if err := as.needOMPD("enabled"); err != nil {
+		return false, err
+	}
 	v, err := as.global("ompd_state", 8, false)
 	return v&ompdEnableBP != 0, err
 }
@@ -384,7 +393,7 @@ func (as *AddressSpace) Enabled() (bool, error) {
 // Enabling at run time does not turn on the runtime's thread-state and
 // frame tracking; only OMP_DEBUG=enabled at start-up does that.
 func (as *AddressSpace) Enable(on bool) error {
-	if err := as.check(); err != nil {
+	if err := as.needOMPD("enable"); err != nil {
 		return err
 	}
 	addr, err := as.sym("ompd_state")
@@ -415,8 +424,22 @@ func (as *AddressSpace) Enable(on bool) error {
 // stateTracking reports whether the runtime tracks thread states and task
 // frames (ompd_state nonzero, as OMP_DEBUG=enabled makes it).
 func (as *AddressSpace) stateTracking() (bool, error) {
+	if as.l.source != LayoutOMPDTables {
+		return false, nil // no OMPD support: no ompd_state, no tracking for debuggers
+	}
 	v, err := as.global("ompd_state", 8, false)
 	return v != 0, err
+}
+
+// needOMPD fails for what only a runtime built with OMPD support has.
+func (as *AddressSpace) needOMPD(what string) error {
+	if err := as.check(); err != nil {
+		return err
+	}
+	if as.l.source != LayoutOMPDTables {
+		return errorf(ErrUnsupported, "%s: the runtime is built without OMPD support", what)
+	}
+	return nil
 }
 
 // ThreadLimit returns the program-wide limit on OpenMP threads

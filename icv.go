@@ -241,8 +241,8 @@ func (as *AddressSpace) ICV(id ICV) (int64, error) {
 	case ICVMaxTaskPriorityVar:
 		return as.global("__kmp_max_task_priority", 4, true)
 	case ICVDebugVar:
-		v, err := as.global("ompd_state", 8, false)
-		return boolInt(v != 0), err
+		on, err := as.stateTracking()
+		return boolInt(on), err
 	case ICVDisplayAffinityVar:
 		return as.global("__kmp_display_affinity", 4, true)
 	case ICVToolVar:

@@ -87,6 +87,16 @@ var globalsNeeded = []string{
 	"__kmp_nested_nth", "__kmp_nested_proc_bind", "__kmp_gtid", "__kmp_nth",
 }
 
+// layoutReader is where a layout comes from: the runtime's OMPD tables or
+// its DWARF. The first failure sticks and is returned by failed.
+type layoutReader interface {
+	access(typ, member string) field
+	sizeof(name string) uint64
+	mask(typ, member string) []byte
+	failed() error
+	source() LayoutSource
+}
+
 // tableReader reads the runtime's OMPD layout tables: each entry is a
 // uint64 global the runtime fills at start-up.
 type tableReader struct {
@@ -119,6 +129,8 @@ func (r *tableReader) access(typ, member string) field {
 }
 
 func (r *tableReader) sizeof(name string) uint64 { return r.u64("ompd_sizeof__" + name) }
+func (r *tableReader) failed() error             { return r.err }
+func (r *tableReader) source() LayoutSource      { return LayoutOMPDTables }
 
 func (r *tableReader) mask(typ, member string) []byte {
 	sym := "ompd_bitfield__" + typ + "__" + member
@@ -141,14 +153,12 @@ func (r *tableReader) mask(typ, member string) []byte {
 // in shifts a field of a nested structure by the offset of that structure.
 func in(base field, f field) field { return field{off: base.off + f.off, size: f.size} }
 
-// readTableLayout reads the layout from the runtime's OMPD tables.
-func readTableLayout(t target.Target, mem *memory) (*layout, error) {
-	r := &tableReader{t: t, mem: mem}
-	l := &layout{source: LayoutOMPDTables, globals: make(map[string]uint64)}
-	ptr := uint64(mem.ptrSize)
+// readLayout reads every offset and size this package needs from r.
+func readLayout(r layoutReader, ptr uint64) (*layout, error) {
+	l := &layout{source: r.source(), globals: make(map[string]uint64)}
 
 	l.infoSize = r.sizeof("kmp_info_t")
-	if r.err == nil && l.infoSize == 0 {
+	if r.failed() == nil && l.infoSize == 0 {
 		return nil, errorf(ErrUnavailable, "OpenMP runtime not initialized yet (its OMPD tables are empty)")
 	}
 	th := r.access("kmp_info_t", "th")
@@ -237,11 +247,13 @@ func readTableLayout(t target.Target, mem *memory) (*layout, error) {
 	l.nestedBind = r.access("kmp_nested_proc_bind_t", "bind_types")
 	l.nestedBindUsed = r.access("kmp_nested_proc_bind_t", "used")
 	l.intSize = r.sizeof("int")
-	for _, g := range globalsNeeded {
-		l.globals[g] = r.sizeof(g)
+	if l.source == LayoutOMPDTables {
+		for _, g := range globalsNeeded {
+			l.globals[g] = r.sizeof(g)
+		}
 	}
-	if r.err != nil {
-		return nil, r.err
+	if err := r.failed(); err != nil {
+		return nil, err
 	}
 	if err := l.finish(ptr); err != nil {
 		return nil, err

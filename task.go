@@ -387,9 +387,29 @@ func (t Task) Frame() (Frames, error) {
 		exit, enter, exitF, enterF = l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags
 	}
 	return Frames{
-		Exit:  FrameInfo{Addr: v.f(exit), Flags: FrameFlags(v.f(exitF))},
-		Enter: FrameInfo{Addr: v.f(enter), Flags: FrameFlags(v.f(enterF))},
+		Exit:  frameInfo(v.f(exit), v.f(exitF)),
+		Enter: frameInfo(v.f(enter), v.f(enterF)),
 	}, nil
+}
+
+// frameInfo normalizes the flags the runtime stored with a frame address.
+// LLVM's runtime sets them only for explicit tasks; for implicit tasks and
+// serialized levels the memory holds whatever was there before. Every frame
+// address LLVM records is the frame pointer (__builtin_frame_address) of a
+// runtime procedure unless it says otherwise, so flags that are no valid
+// ompt_frame_flag_t combination read as runtime|framepointer, and a set
+// address without an address kind gets framepointer.
+func frameInfo(addr, flags uint64) FrameInfo {
+	f := FrameFlags(flags)
+	if flags&^0x31 != 0 {
+		f = FrameRuntime | FrameFramePointer
+	} else if f&0x30 == 0 && addr != 0 {
+		f |= FrameFramePointer
+	}
+	if addr == 0 {
+		f = 0
+	}
+	return FrameInfo{Addr: addr, Flags: f}
 }
 
 // ID returns the task's OMPT task data value (ompd_get_task_id): the id an

@@ -177,3 +177,13 @@ func ReadString(t Target, addr uint64, max int) (string, error) {
 	}
 	return "", fmt.Errorf("string at %#x longer than %d bytes: %w", addr, max, ErrNoMemory)
 }
+
+// BitFieldLocator is implemented by targets whose debug information can
+// locate bit-field members. ompd-go needs it only to read a runtime built
+// without OMPD support, whose task flags it must find in DWARF.
+type BitFieldLocator interface {
+	// BitField returns the position of the named bit-field member of the
+	// named struct type: its offset in bits from the start of the struct,
+	// as DWARF's DW_AT_data_bit_offset counts it, and its width in bits.
+	BitField(typeName, field string) (bitOffset, bitSize uint64, err error)
+}

@@ -276,14 +276,28 @@ func (as *AddressSpace) DLLLocations() ([]string, error) {
 // ControlVar is one display control variable (ompd_get_display_control_vars).
 type ControlVar struct {
 	Name  string // e.g. "OMP_SCHEDULE"
-	Value string // the value without the runtime's quotes, e.g. "dynamic,7"
-	Raw   string // the line as the runtime reports it, e.g. "OMP_SCHEDULE='dynamic,7'"
+	Value string // the value without quotes, e.g. "dynamic,7"
+	Raw   string // the line, e.g. "OMP_SCHEDULE='dynamic,7'"
+	// Corrected tells that the value was read from the runtime's state
+	// because the runtime's own record of it is wrong (see
+	// DisplayControlVars); RuntimeRaw is then the runtime's line.
+	Corrected  bool
+	RuntimeRaw string `json:",omitempty"`
 }
 
 func (c ControlVar) String() string { return c.Raw }
 
 // DisplayControlVars returns the display control variables: what
-// OMP_DISPLAY_ENV=verbose prints, as the runtime recorded it at start-up.
+// OMP_DISPLAY_ENV=verbose prints, NAME=value, in the runtime's order.
+//
+// LLVM's runtime records them at start-up before it reads the environment,
+// so its record shows the defaults (LLVM's libompd reports those). Where
+// the value of an OMP_* variable sits in runtime state this package reads
+// (schedule, thread counts, binding, levels, limits, cancellation, priority,
+// affinity format and display, stack size, default device, dynamic), it is
+// replaced by the value the program runs with, and Corrected is set. The
+// others (OMP_PLACES, OMP_WAIT_POLICY, the KMP_* variables, ...) keep the
+// runtime's start-up text.
 func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err := as.needOMPD("display control variables"); err != nil {
 		return nil, err
@@ -310,6 +324,7 @@ func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err != nil {
 		return nil, wrapErr(ErrReadFailed, err, "ompd_env_block at %#x", block)
 	}
+	cur := as.currentSettings()
 	var out []ControlVar
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
@@ -317,10 +332,15 @@ func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 			continue
 		}
 		name, val, _ := strings.Cut(line, "=")
+		cv := ControlVar{Name: name, Raw: line}
+		if c, ok := cur[name]; ok && c != val {
+			cv.Corrected, cv.RuntimeRaw, cv.Raw, val = true, line, name+"="+c, c
+		}
 		if len(val) >= 2 && val[0] == '\'' && val[len(val)-1] == '\'' {
 			val = val[1 : len(val)-1]
 		}
-		out = append(out, ControlVar{Name: name, Value: val, Raw: line})
+		cv.Value = val
+		out = append(out, cv)
 	}
 	return out, nil
 }
@@ -444,10 +464,10 @@ func (as *AddressSpace) needOMPD(what string) error {
 
 // ThreadLimit returns the program-wide limit on OpenMP threads
 // (ompd_get_thread_limit of the 2014 proposal; OMP_THREAD_LIMIT), the
-// runtime's __kmp_max_nth. Each task also has its own thread-limit-var: see
+// runtime's __kmp_cg_max_nth. Each task also has its own thread-limit-var: see
 // Task.ThreadLimit.
 func (as *AddressSpace) ThreadLimit() (int, error) {
-	v, err := as.global("__kmp_max_nth", 4, true)
+	v, err := as.global("__kmp_cg_max_nth", 4, true)
 	return int(v), err
 }
 

@@ -1,0 +1,511 @@
+// Package ompdtest compares what the ompd API answers about a stopped
+// fixture program with the truth the program recorded about itself. The
+// same checks run on core files (target/core) and live processes
+// (target/delve).
+package ompdtest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+)
+
+// CheckTruth checks every answer of the API that the fixture's truth
+// makes certain: threads and their OS ids, thread numbers, the region nest
+// (levels, active levels, team sizes, which thread sits where), the task
+// chains, thread states by role, task frames against the recorded frame
+// addresses, ICVs and display variables.
+func CheckTruth(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+	t.Helper()
+	require.NotEmpty(t, truth.Threads)
+	v, err := as.OpenMPVersion()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, v, 201511, "_OPENMP of the runtime")
+
+	all, err := as.Threads()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(all), len(truth.Threads), "OpenMP threads")
+	for i := 1; i < len(all); i++ {
+		assert.Less(t, all[i-1].GTID(), all[i].GTID(), "threads in gtid order")
+	}
+	tracking, err := as.Enabled()
+	require.NoError(t, err)
+	require.True(t, tracking, "fixtures run with OMP_DEBUG=enabled")
+
+	for i := range truth.Threads {
+		tt := &truth.Threads[i]
+		t.Run(fmt.Sprintf("tid%d-%s", tt.TID, tt.Role), func(t *testing.T) {
+			checkThread(t, as, truth, tt)
+		})
+	}
+	if len(truth.Tasks) > 0 {
+		t.Run("tasks", func(t *testing.T) { checkTasks(t, as, truth) })
+	}
+	if truth.Fixture == fixtures.ICVs {
+		t.Run("display", func(t *testing.T) { checkDisplay(t, as, truth) })
+	}
+}
+
+// Thread returns the handle of the truth thread tt.
+func Thread(t *testing.T, as *ompd.AddressSpace, tt *fixtures.Thread) ompd.Thread {
+	t.Helper()
+	th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+	require.NoError(t, err, "thread by lwp %d", tt.TID)
+	return th
+}
+
+func hex(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := fixtures.ParseHex(s)
+	require.NoError(t, err)
+	return v
+}
+
+func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread) {
+	th := Thread(t, as, tt)
+	pt := hex(t, tt.Pthread)
+	got, err := th.OSThread(ompd.PthreadID)
+	require.NoError(t, err)
+	assert.Equal(t, pt, got, "pthread id")
+	lwp, err := th.OSThread(ompd.LWPID)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(tt.TID), lwp, "lwp id")
+	byPt, err := as.ThreadByOSThread(ompd.PthreadID, pt)
+	require.NoError(t, err)
+	assert.True(t, byPt.Equal(th), "same thread by pthread and by lwp")
+	assert.Equal(t, th.String(), byPt.String())
+
+	num, err := th.Num()
+	require.NoError(t, err)
+	assert.Equal(t, tt.ThreadNum, num, "thread num")
+	inPar, err := th.InParallel()
+	require.NoError(t, err)
+	assert.Equal(t, tt.InParallel, inPar, "in parallel")
+	maxTh, err := th.MaxThreads()
+	require.NoError(t, err)
+	assert.Equal(t, tt.MaxThreads, maxTh, "max threads (nthreads-var)")
+
+	// The region nest, innermost first, one region per level.
+	regions := Regions(t, th)
+	require.Len(t, regions, tt.Level+1, "one region per level 0..%d", tt.Level)
+	for i, p := range regions {
+		level := tt.Level - i
+		anc := tt.Ancestors[level]
+		l, err := p.Level()
+		require.NoError(t, err)
+		assert.Equal(t, level, l, "level of region %d of the nest", i)
+		n, err := p.NumThreads()
+		require.NoError(t, err)
+		assert.Equal(t, anc.TeamSize, n, "team size at level %d", level)
+		icvTeam, err := p.ICV(ompd.ICVTeamSizeVar)
+		require.NoError(t, err)
+		assert.Equal(t, int64(anc.TeamSize), icvTeam)
+		icvLevel, err := p.ICV(ompd.ICVLevelsVar)
+		require.NoError(t, err)
+		assert.Equal(t, int64(level), icvLevel)
+		// The thread sitting at the ancestor's place is in this region.
+		if level > 0 {
+			at, err := p.Thread(anc.ThreadNum)
+			require.NoError(t, err, "thread %d of level %d", anc.ThreadNum, level)
+			assert.Contains(t, Regions(t, at), p, "thread %v at place %d of %v has it in its nest", at, anc.ThreadNum, p)
+			_, err = p.Thread(anc.TeamSize)
+			assert.ErrorIs(t, err, ompd.ErrBadInput, "thread number past the team")
+		}
+		prim, err := p.Primary()
+		require.NoError(t, err)
+		pn, err := p.Thread(0)
+		require.NoError(t, err)
+		assert.True(t, prim.Equal(pn))
+	}
+	act, err := regions[0].ActiveLevel()
+	require.NoError(t, err)
+	assert.Equal(t, tt.ActiveLevel, act, "active level")
+	at, err := regions[0].Thread(tt.ThreadNum)
+	require.NoError(t, err)
+	assert.True(t, at.Equal(th), "the innermost region's thread %d is the thread itself", tt.ThreadNum)
+	_, err = regions[len(regions)-1].Enclosing()
+	assert.ErrorIs(t, err, ompd.ErrUnavailable, "the outermost region has no enclosing one")
+
+	checkState(t, as, truth, tt, th)
+	if tt.Task == "" {
+		checkImplicitChain(t, th, tt, regions)
+	}
+	if tt.ICV != nil {
+		checkICVs(t, as, truth, tt, th)
+	}
+}
+
+// Regions returns the thread's region nest, innermost first.
+func Regions(t *testing.T, th ompd.Thread) []ompd.Parallel {
+	t.Helper()
+	var out []ompd.Parallel
+	p, err := th.CurrentParallel()
+	for ; err == nil; p, err = p.Enclosing() {
+		out = append(out, p)
+		require.Less(t, len(out), 1000, "region nest does not end")
+	}
+	require.ErrorIs(t, err, ompd.ErrUnavailable)
+	return out
+}
+
+// Tasks returns the thread's task chain (current task, then generating
+// ancestors).
+func Tasks(t *testing.T, th ompd.Thread) []ompd.Task {
+	t.Helper()
+	var out []ompd.Task
+	k, err := th.CurrentTask()
+	for ; err == nil; k, err = k.Generating() {
+		out = append(out, k)
+		require.Less(t, len(out), 1000, "task chain does not end")
+	}
+	require.ErrorIs(t, err, ompd.ErrUnavailable)
+	return out
+}
+
+// checkImplicitChain checks a thread that runs no explicit task: its task
+// chain is one implicit task per level, each belonging to the region at the
+// same level, the outermost one the initial task.
+func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regions []ompd.Parallel) {
+	tasks := Tasks(t, th)
+	require.Len(t, tasks, len(regions), "one implicit task per level")
+	for i, k := range tasks {
+		kind, err := k.Kind()
+		require.NoError(t, err)
+		assert.True(t, kind.Has(ompd.TaskImplicit), "task %d of the chain is implicit: %v", i, kind)
+		assert.Equal(t, i == len(tasks)-1, kind.Has(ompd.TaskInitial), "only the outermost is the initial task: %v", kind)
+		p, err := k.Parallel()
+		require.NoError(t, err)
+		assert.Equal(t, regions[i], p, "task %v belongs to region %v", k, regions[i])
+		fin, err := k.InFinal()
+		require.NoError(t, err)
+		assert.False(t, fin)
+		implicit, err := k.ICV(ompd.ICVImplicitTaskVar)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), implicit)
+	}
+	// The current task is the implicit task of the innermost region.
+	it, err := regions[0].ImplicitTask(tt.ThreadNum)
+	require.NoError(t, err)
+	assert.Equal(t, tasks[0], it, "current task is implicit task %d of the innermost region", tt.ThreadNum)
+	if tt.Level > 0 {
+		f, err := regions[0].Function()
+		if err == nil {
+			tf, err := tasks[0].Function()
+			require.NoError(t, err)
+			assert.Equal(t, f, tf, "implicit task function is the region's")
+			assert.Contains(t, f.Symbol, "omp_outlined", "outlined function symbol")
+		} else {
+			assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		}
+	}
+	// Frames: the thread recorded __builtin_frame_address(0) in the
+	// outlined code it waits in; the runtime's exit frame of that
+	// implicit task is the frame of the runtime procedure that called the
+	// outlined function, just above it on the stack.
+	if tt.Level > 0 {
+		fr, err := tasks[0].Frame()
+		require.NoError(t, err)
+		frame := hex(t, tt.Frame)
+		assert.Greater(t, fr.Exit.Addr, frame, "exit frame is above the recorded frame")
+		assert.Less(t, fr.Exit.Addr-frame, uint64(1<<16), "exit frame is close to the recorded frame")
+		assert.True(t, fr.Exit.Flags&ompd.FrameFramePointer != 0 || fr.Exit.Flags&0x30 != 0, "exit frame flags name an address kind: %v", fr.Exit.Flags)
+		switch tt.Role {
+		case fixtures.RoleWorking, fixtures.RoleStopper:
+			assert.Zero(t, fr.Enter.Addr, "a thread in user code has no enter frame")
+		case fixtures.RoleBarrier:
+			assert.NotZero(t, fr.Enter.Addr, "a thread in a barrier entered the runtime")
+			assert.Less(t, fr.Enter.Addr, frame, "enter frame is below the recorded frame")
+		}
+	}
+}
+
+func checkState(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread, th ompd.Thread) {
+	st, wait, err := th.State()
+	require.NoError(t, err)
+	switch tt.Role {
+	case fixtures.RoleStopper, fixtures.RoleWorking:
+		if tt.InParallel || tt.Level > 0 {
+			assert.Equal(t, ompd.StateWorkParallel, st)
+		} else {
+			assert.Equal(t, ompd.StateWorkSerial, st)
+		}
+	case fixtures.RoleBarrier:
+		assert.Contains(t, []ompd.State{ompd.StateWaitBarrierExplicit, ompd.StateWaitBarrier}, st)
+	case fixtures.RoleLock:
+		assert.Equal(t, ompd.StateWaitLock, st)
+		want := userLockObject(t, as, hex(t, tt.Lock))
+		assert.Equal(t, ompd.WaitID(want), wait, "waits for the runtime lock behind the program's omp_lock_t")
+	case fixtures.RoleCritical:
+		// LLVM 19.1.7 writes wait_critical into a copy of the thread's
+		// OMPT state (kmp_csupport.cpp, __kmpc_critical_with_hint), so
+		// the thread shows the state its lock acquisition set.
+		assert.Equal(t, ompd.StateWaitLock, st)
+		addr, err := as.Target().LookupSymbol(".gomp_critical_user_" + tt.Critical + ".var")
+		require.NoError(t, err)
+		want := criticalLockObject(t, as, addr)
+		assert.Equal(t, ompd.WaitID(want), wait, "waits for the lock of critical section %q", tt.Critical)
+	default:
+		t.Fatalf("unknown role %q", tt.Role)
+	}
+}
+
+func checkICVs(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread, th ompd.Thread) {
+	icv := tt.ICV
+	k, err := th.CurrentTask()
+	require.NoError(t, err)
+	s, err := k.Schedule()
+	require.NoError(t, err)
+	assert.Equal(t, icv.Schedule, s.Kind.String(), "schedule kind")
+	assert.Equal(t, icv.ScheduleChunk, s.Chunk, "schedule chunk")
+	assert.Equal(t, icv.ScheduleMonotonic, s.Monotonic, "monotonic modifier")
+	rs, err := k.ICV(ompd.ICVRunSchedVar)
+	require.NoError(t, err)
+	assert.Equal(t, int64(uint32(icv.ScheduleKind)), rs&0xffffffff, "run-sched-var as omp_sched_t")
+	rss, err := k.ICVString(ompd.ICVRunSchedVar)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(rss, fmt.Sprintf("%s,%d", icv.Schedule, icv.ScheduleChunk)), "run-sched-var string %q", rss)
+
+	pb, err := k.ProcBind()
+	require.NoError(t, err)
+	require.NotEmpty(t, pb)
+	assert.Equal(t, icv.ProcBindKind, int(pb[0]), "proc bind %v", pb)
+	dyn, err := th.Dynamic()
+	require.NoError(t, err)
+	assert.Equal(t, icv.Dynamic, dyn)
+	mal, err := k.MaxActiveLevels()
+	require.NoError(t, err)
+	assert.Equal(t, icv.MaxActiveLevels, mal)
+	nested, err := k.Nested()
+	require.NoError(t, err)
+	assert.Equal(t, icv.Nested, nested)
+	tl, err := k.ThreadLimit()
+	require.NoError(t, err)
+	assert.Equal(t, icv.ThreadLimit, tl)
+	mt, err := th.MaxThreads()
+	require.NoError(t, err)
+	assert.Equal(t, icv.MaxThreads, mt)
+	dd, err := th.ICV(ompd.ICVDefaultDeviceVar)
+	require.NoError(t, err)
+	assert.Equal(t, int64(icv.DefaultDevice), dd)
+
+	np, err := as.NumProcs()
+	require.NoError(t, err)
+	assert.Equal(t, icv.NumProcs, np)
+	cancel, err := as.ICV(ompd.ICVCancelVar)
+	require.NoError(t, err)
+	assert.Equal(t, icv.Cancellation, cancel != 0)
+	prio, err := as.ICV(ompd.ICVMaxTaskPriorityVar)
+	require.NoError(t, err)
+	assert.Equal(t, int64(icv.MaxTaskPriority), prio)
+	af, err := as.ICVString(ompd.ICVAffinityFormatVar)
+	require.NoError(t, err)
+	assert.Equal(t, icv.AffinityFormat, af)
+
+	// The lists continue with what OMP_NUM_THREADS and OMP_PROC_BIND give
+	// the levels below the thread's.
+	list, err := th.ICVString(ompd.ICVNthreadsVar)
+	require.NoError(t, err)
+	assert.Equal(t, nestedList(strconv.Itoa(icv.MaxThreads), truth.Env["OMP_NUM_THREADS"], tt.Level), list, "nthreads-var list")
+	bl, err := k.ICVString(ompd.ICVBindVar)
+	require.NoError(t, err)
+	assert.Equal(t, nestedList(strconv.Itoa(icv.ProcBindKind), procBindNumbers(truth.Env["OMP_PROC_BIND"]), tt.Level), bl, "bind-var list")
+
+	// Every ICV reads at its own scope, in both forms where it has them,
+	// and nowhere else.
+	for _, id := range ompd.ICVs() {
+		var sc ompd.Scope
+		switch id.Scope() {
+		case ompd.ScopeAddressSpace:
+			sc = as
+		case ompd.ScopeThread:
+			sc = th
+		case ompd.ScopeParallel:
+			p, err := th.CurrentParallel()
+			require.NoError(t, err)
+			sc = p
+		case ompd.ScopeTask:
+			sc = k
+		}
+		s, err := sc.ICVString(id)
+		require.NoError(t, err, "ICV %s", id)
+		if n, err := sc.ICV(id); err == nil && !strings.Contains(s, ",") && !strings.Contains(s, ":") {
+			assert.Equal(t, strconv.FormatInt(n, 10), s, "ICV %s: integer and string forms agree", id)
+		} else if err != nil {
+			assert.True(t, errors.Is(err, ompd.ErrUnsupported), "ICV %s integer form: %v", id, err)
+		}
+		if id.Scope() != ompd.ScopeThread {
+			_, err := th.ICV(id)
+			assert.ErrorIs(t, err, ompd.ErrBadInput, "ICV %s read from a thread", id)
+		}
+	}
+}
+
+// nestedList is first followed by the elements of the comma list env
+// for levels below level (the runtime's nested list starts at level 0).
+func nestedList(first, env string, level int) string {
+	parts := []string{first}
+	if env != "" {
+		items := strings.Split(env, ",")
+		if level+1 < len(items) {
+			parts = append(parts, items[level+1:]...)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func procBindNumbers(env string) string {
+	if env == "" {
+		return ""
+	}
+	names := map[string]string{"false": "0", "true": "1", "primary": "2", "master": "2", "close": "3", "spread": "4"}
+	var out []string
+	for _, s := range strings.Split(env, ",") {
+		out = append(out, names[strings.ToLower(strings.TrimSpace(s))])
+	}
+	return strings.Join(out, ",")
+}
+
+func checkDisplay(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+	vars, err := as.DisplayControlVars()
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, v := range vars {
+		got[v.Name] = v.Value
+	}
+	require.NotEmpty(t, truth.Display)
+	seen := 0
+	for _, line := range truth.Display {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "[host] ")
+		if !strings.HasPrefix(line, "OMP_") || strings.Contains(line, "OMP_DISPLAY_ENV") {
+			continue
+		}
+		name, val, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		val = strings.Trim(val, "'")
+		if name == "OMP_PLACES" {
+			// Not corrected: the runtime keeps places in its affinity
+			// structures, and its display block has the default text.
+			continue
+		}
+		if gv, ok := got[name]; ok {
+			assert.Equal(t, strings.ToLower(val), strings.ToLower(gv), "display variable %s", name)
+			seen++
+		}
+	}
+	assert.Greater(t, seen, 5, "display variables in common with OMP_DISPLAY_ENV")
+	for name, val := range truth.Env {
+		if name == "OMP_SCHEDULE" || name == "OMP_AFFINITY_FORMAT" {
+			assert.Equal(t, val, got[name], "display variable %s as set", name)
+		}
+	}
+}
+
+func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+	for i := range truth.Tasks {
+		tk := &truth.Tasks[i]
+		if !tk.Current {
+			continue
+		}
+		t.Run(tk.Label, func(t *testing.T) {
+			tt := truth.ThreadByTID(tk.TID)
+			require.NotNil(t, tt)
+			th := Thread(t, as, tt)
+			chain := Tasks(t, th)
+			// Walk the truth's generating chain alongside.
+			cur := tk
+			for i, k := range chain {
+				if cur == nil {
+					// Past the truth's tasks: enclosing implicit tasks.
+					kind, err := k.Kind()
+					require.NoError(t, err)
+					assert.True(t, kind.Has(ompd.TaskImplicit), "enclosing task %d is implicit", i)
+					continue
+				}
+				checkTask(t, k, cur)
+				if cur.Parent == "" {
+					cur = nil
+				} else {
+					cur = truth.Task(cur.Parent)
+					require.NotNil(t, cur, "parent task in truth")
+				}
+			}
+			require.Nil(t, cur, "task chain shorter than the truth's")
+		})
+	}
+}
+
+func checkTask(t *testing.T, k ompd.Task, tk *fixtures.Task) {
+	kind, err := k.Kind()
+	require.NoError(t, err)
+	if tk.Kind == "implicit" {
+		assert.True(t, kind.Has(ompd.TaskImplicit), "%s is implicit: %v", tk.Label, kind)
+		return
+	}
+	assert.True(t, kind.Has(ompd.TaskExplicit), "%s is explicit: %v", tk.Label, kind)
+	// The runtime marks final tasks and every task inside one final.
+	assert.Equal(t, tk.InFinal, kind.Has(ompd.TaskFinal), "%s final: %v", tk.Label, kind)
+	assert.Equal(t, tk.Untied, kind.Has(ompd.TaskUntied), "%s untied: %v", tk.Label, kind)
+	assert.Equal(t, tk.Undeferred, kind.Has(ompd.TaskIncluded), "%s undeferred/included: %v", tk.Label, kind)
+	fin, err := k.InFinal()
+	require.NoError(t, err)
+	assert.Equal(t, tk.InFinal, fin, "%s in final", tk.Label)
+	f, err := k.Function()
+	require.NoError(t, err)
+	assert.Contains(t, f.Symbol, "omp_task_entry", "%s function", tk.Label)
+	fr, err := k.Frame()
+	require.NoError(t, err)
+	frame := hex(t, tk.Frame)
+	if fr.Exit.Addr != 0 {
+		assert.Greater(t, fr.Exit.Addr, frame, "%s exit frame above the task body's frame", tk.Label)
+		assert.Less(t, fr.Exit.Addr-frame, uint64(1<<16), "%s exit frame close to the task body's frame", tk.Label)
+	}
+}
+
+// readPtr reads a target pointer.
+func readPtr(t *testing.T, as *ompd.AddressSpace, addr uint64) uint64 {
+	t.Helper()
+	b := make([]byte, 8)
+	require.NoError(t, as.Target().ReadMemory(b, addr))
+	return as.Target().ByteOrder().Uint64(b)
+}
+
+// userLockObject finds the runtime lock object behind an omp_lock_t, which
+// is what the runtime records as the wait id of a thread waiting for it.
+// With LLVM's dynamic locks an omp_lock_t of the default (queuing) kind
+// holds an index (shifted left by one) into __kmp_i_lock_table, whose rows
+// of KMP_I_LOCK_CHUNK (1024) kmp_indirect_lock_t {lock, type} point to the
+// lock object (kmp_lock.h, KMP_EXTRACT_I_INDEX and KMP_GET_I_LOCK).
+func userLockObject(t *testing.T, as *ompd.AddressSpace, userLock uint64) uint64 {
+	t.Helper()
+	b := make([]byte, 4)
+	require.NoError(t, as.Target().ReadMemory(b, userLock))
+	poll := as.Target().ByteOrder().Uint32(b)
+	require.Zero(t, poll&1, "omp_lock_t holds an indirect lock index")
+	idx := uint64(poll >> 1)
+	table, err := as.Target().LookupSymbol("__kmp_i_lock_table")
+	require.NoError(t, err)
+	rows := readPtr(t, as, table)
+	row := readPtr(t, as, rows+(idx/1024)*8)
+	return readPtr(t, as, row+(idx%1024)*16)
+}
+
+// criticalLockObject finds the lock object of a critical section: its
+// kmp_critical_name holds a pointer to a kmp_indirect_lock_t
+// (kmp_csupport.cpp, __kmp_init_indirect_csptr), whose first member points
+// to the lock.
+func criticalLockObject(t *testing.T, as *ompd.AddressSpace, name uint64) uint64 {
+	t.Helper()
+	ilk := readPtr(t, as, name)
+	require.NotZero(t, ilk, "critical section initialized")
+	return readPtr(t, as, ilk)
+}

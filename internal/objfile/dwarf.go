@@ -1,0 +1,353 @@
+package objfile
+
+import (
+	"debug/dwarf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// typeEntry is where the index found a named type.
+type typeEntry struct {
+	off  dwarf.Offset
+	decl bool // only a declaration (incomplete type)
+}
+
+// maxTypeDepth bounds how many typedefs, qualifiers and anonymous members
+// are followed: real programs need a handful, corrupt DWARF may loop.
+const maxTypeDepth = 64
+
+// ErrNoDWARF reports an object without debug information.
+var ErrNoDWARF = errors.New("no DWARF debug information")
+
+// loadDWARF reads the object's DWARF and indexes its named types once. The
+// index maps "struct x", "union x", "class x", "enum x" and plain typedef
+// and base type names to the entry that defines them, a complete definition
+// winning over a declaration. Types local to functions are not indexed.
+func (o *Object) loadDWARF() {
+	o.dw.once.Do(func() {
+		d, err := o.f.DWARF()
+		if err != nil {
+			o.dw.err = fmt.Errorf("%s: %w: %v", o.path, ErrNoDWARF, err)
+			return
+		}
+		idx := make(map[string]typeEntry)
+		add := func(key string, e *dwarf.Entry) {
+			decl, _ := e.Val(dwarf.AttrDeclaration).(bool)
+			if old, ok := idx[key]; !ok || (old.decl && !decl) {
+				idx[key] = typeEntry{off: e.Offset, decl: decl}
+			}
+		}
+		r := d.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil {
+				// Keep what was indexed; report the rest as unreadable.
+				o.dw.err = fmt.Errorf("%s: reading DWARF: %w", o.path, err)
+				break
+			}
+			if e == nil {
+				break
+			}
+			var prefix string
+			switch e.Tag {
+			case dwarf.TagSubprogram, dwarf.TagLexDwarfBlock, dwarf.TagInlinedSubroutine:
+				if e.Children {
+					r.SkipChildren()
+				}
+				continue
+			case dwarf.TagStructType:
+				prefix = "struct "
+			case dwarf.TagUnionType:
+				prefix = "union "
+			case dwarf.TagClassType:
+				prefix = "class "
+			case dwarf.TagEnumerationType:
+				prefix = "enum "
+			case dwarf.TagTypedef, dwarf.TagBaseType:
+			default:
+				continue
+			}
+			name, _ := e.Val(dwarf.AttrName).(string)
+			if name == "" {
+				continue
+			}
+			add(prefix+name, e)
+			if e.Tag == dwarf.TagClassType {
+				add("struct "+name, e)
+			}
+		}
+		o.dw.data = d
+		o.dw.index = idx
+	})
+}
+
+// typeKeys are the index keys tried for a type name as a user writes it.
+func typeKeys(name string) []string {
+	name = strings.Join(strings.Fields(name), " ")
+	for _, p := range []string{"struct ", "union ", "class ", "enum "} {
+		if strings.HasPrefix(name, p) {
+			return []string{name}
+		}
+	}
+	return []string{name, "struct " + name, "union " + name, "class " + name, "enum " + name}
+}
+
+// findType returns the named type (not yet stripped of typedefs). Callers
+// hold o.dw.mu.
+func (o *Object) findType(name string) (dwarf.Type, bool, error) {
+	if o.dw.data == nil {
+		return nil, false, o.dw.err
+	}
+	var best *typeEntry
+	for _, k := range typeKeys(name) {
+		if e, ok := o.dw.index[k]; ok {
+			if best == nil || (best.decl && !e.decl) {
+				e := e
+				best = &e
+			}
+			if !e.decl {
+				break
+			}
+		}
+	}
+	if best == nil {
+		return nil, false, nil
+	}
+	t, err := o.dw.data.Type(best.off)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: type %q: %w", o.path, name, err)
+	}
+	return t, true, nil
+}
+
+// strip follows typedefs and qualifiers to the underlying type, and
+// replaces an incomplete struct, union or class by its complete definition
+// when the object has one.
+func (o *Object) strip(t dwarf.Type) dwarf.Type {
+	for i := 0; i < maxTypeDepth && t != nil; i++ {
+		switch tt := t.(type) {
+		case *dwarf.TypedefType:
+			t = tt.Type
+		case *dwarf.QualType:
+			t = tt.Type
+		case *dwarf.StructType:
+			if tt.Incomplete && tt.StructName != "" {
+				if e, ok := o.dw.index[tt.Kind+" "+tt.StructName]; ok && !e.decl {
+					if full, err := o.dw.data.Type(e.off); err == nil {
+						if st, ok := full.(*dwarf.StructType); ok && !st.Incomplete {
+							return st
+						}
+					}
+				}
+			}
+			return t
+		default:
+			return t
+		}
+	}
+	return t
+}
+
+// typeSize is TypeSize for one object; found false if the object does not
+// have the type.
+func (o *Object) typeSize(name string) (size uint64, found bool, err error) {
+	o.loadDWARF()
+	o.dw.mu.Lock()
+	defer o.dw.mu.Unlock()
+	t, ok, err := o.findType(name)
+	if !ok {
+		return 0, false, err
+	}
+	s := o.strip(t)
+	if s == nil || s.Size() < 0 {
+		return 0, false, nil // declared only, or void
+	}
+	return uint64(s.Size()), true, nil
+}
+
+// TypeSize returns the size in bytes of the named type as the object's
+// DWARF describes it. name is a typedef or base type name ("kmp_info_t",
+// "int") or "struct x", "union x", "class x", "enum x"; a bare name also
+// matches a struct, union, class or enum tag. A missing type is a
+// *target.LookupError wrapping target.ErrNotFound.
+func (o *Object) TypeSize(name string) (uint64, error) {
+	n, ok, err := o.typeSize(name)
+	if ok {
+		return n, nil
+	}
+	return 0, notFound("type", name, err)
+}
+
+// field is a member located in an object.
+type fieldLoc struct {
+	byteOff uint64             // offset of the member's containing struct, plus its own byte offset
+	base    uint64             // offset of the struct that directly contains the member
+	f       *dwarf.StructField // the member
+}
+
+// locate finds the member path (dot-separated) in the named type. found
+// false means the object lacks the type; a missing member is an error
+// wrapping target.ErrNotFound. Callers hold o.dw.mu.
+func (o *Object) locate(typeName, path string) (loc fieldLoc, found bool, err error) {
+	t, ok, err := o.findType(typeName)
+	if !ok {
+		return loc, false, err
+	}
+	cur := o.strip(t)
+	if st, ok := cur.(*dwarf.StructType); !ok || st.Incomplete {
+		return loc, false, nil
+	}
+	parts := strings.Split(path, ".")
+	var total uint64
+	for i, p := range parts {
+		st, ok := cur.(*dwarf.StructType)
+		if !ok || st.Incomplete {
+			return loc, true, fmt.Errorf("%s: %q is not a complete struct or union: %w", o.path, strings.Join(parts[:i], "."), target.ErrNotFound)
+		}
+		off, f, ok := o.member(st, p, 0)
+		if !ok {
+			return loc, true, fmt.Errorf("%s: %s has no member %q: %w", o.path, typeName, strings.Join(parts[:i+1], "."), target.ErrNotFound)
+		}
+		loc.base = total + off - fieldByteOffset(f)
+		total += off
+		loc.f = f
+		cur = o.strip(f.Type)
+	}
+	loc.byteOff = total
+	return loc, true, nil
+}
+
+// fieldByteOffset is the byte offset of a member in its struct; for a
+// bit-field, of the byte holding its first bit.
+func fieldByteOffset(f *dwarf.StructField) uint64 {
+	if f.BitSize > 0 && f.ByteSize == 0 && f.BitOffset == 0 && f.DataBitOffset > 0 {
+		return uint64(f.DataBitOffset) / 8
+	}
+	if f.ByteOffset < 0 {
+		return 0
+	}
+	return uint64(f.ByteOffset)
+}
+
+// member finds the named member of st, directly or inside anonymous struct
+// or union members, and returns its byte offset from the start of st.
+func (o *Object) member(st *dwarf.StructType, name string, depth int) (uint64, *dwarf.StructField, bool) {
+	if depth > maxTypeDepth {
+		return 0, nil, false
+	}
+	for _, f := range st.Field {
+		if f != nil && f.Name == name && f.ByteOffset >= 0 {
+			return fieldByteOffset(f), f, true
+		}
+	}
+	for _, f := range st.Field {
+		if f == nil || f.Name != "" || f.ByteOffset < 0 {
+			continue
+		}
+		if inner, ok := o.strip(f.Type).(*dwarf.StructType); ok {
+			if off, g, ok := o.member(inner, name, depth+1); ok {
+				return uint64(f.ByteOffset) + off, g, true
+			}
+		}
+	}
+	return 0, nil, false
+}
+
+// FieldOffset returns the byte offset of the named member within the named
+// struct or union type (see TypeSize for type names). field may be a
+// member of an anonymous struct or union member, or a dotted path
+// "a.b.c" whose offsets are summed. A bit-field gives the offset of the
+// byte holding its first bit.
+func (o *Object) FieldOffset(typeName, field string) (uint64, error) {
+	off, ok, err := o.fieldOffset(typeName, field)
+	if ok && err == nil {
+		return off, nil
+	}
+	if ok {
+		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return 0, notFound("type", typeName, err)
+}
+
+func (o *Object) fieldOffset(typeName, field string) (uint64, bool, error) {
+	o.loadDWARF()
+	o.dw.mu.Lock()
+	defer o.dw.mu.Unlock()
+	loc, ok, err := o.locate(typeName, field)
+	if !ok || err != nil {
+		return 0, ok, err
+	}
+	return loc.byteOff, true, nil
+}
+
+// BitField returns the position of the named member (see FieldOffset) of
+// the named struct type: its offset in bits from the start of the type as
+// DW_AT_data_bit_offset counts it, and its width in bits. For a member that
+// is not a bit-field it returns its byte offset and size times eight.
+func (o *Object) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	bo, bs, ok, err := o.bitField(typeName, field)
+	if ok && err == nil {
+		return bo, bs, nil
+	}
+	if ok {
+		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return 0, 0, notFound("type", typeName, err)
+}
+
+func (o *Object) bitField(typeName, field string) (uint64, uint64, bool, error) {
+	o.loadDWARF()
+	o.dw.mu.Lock()
+	defer o.dw.mu.Unlock()
+	loc, ok, err := o.locate(typeName, field)
+	if !ok || err != nil {
+		return 0, 0, ok, err
+	}
+	f := loc.f
+	if f.BitSize <= 0 {
+		size := int64(0)
+		if f.Type != nil {
+			size = f.Type.Size()
+		}
+		if size < 0 {
+			size = 0
+		}
+		return loc.byteOff * 8, uint64(size) * 8, true, nil
+	}
+	var bit uint64
+	switch {
+	case f.BitOffset != 0 || f.ByteSize != 0:
+		// DWARF 2/3 DW_AT_bit_offset: counted from the most significant
+		// bit of a storage unit of ByteSize bytes at ByteOffset.
+		storage := f.ByteSize
+		if storage == 0 && f.Type != nil {
+			storage = f.Type.Size()
+		}
+		if f.ByteOffset < 0 || storage <= 0 || f.BitOffset < 0 || f.BitOffset+f.BitSize > storage*8 {
+			return 0, 0, true, fmt.Errorf("%s: bit-field %s.%s has an invalid position", o.path, typeName, field)
+		}
+		if o.f.ByteOrder == binary.ByteOrder(binary.BigEndian) {
+			bit = uint64(f.ByteOffset)*8 + uint64(f.BitOffset)
+		} else {
+			bit = uint64(f.ByteOffset)*8 + uint64(storage*8-f.BitOffset-f.BitSize)
+		}
+	default:
+		if f.DataBitOffset < 0 {
+			return 0, 0, true, fmt.Errorf("%s: bit-field %s.%s has an invalid position", o.path, typeName, field)
+		}
+		bit = uint64(f.DataBitOffset)
+	}
+	return loc.base*8 + bit, uint64(f.BitSize), true, nil
+}
+
+func notFound(kind, name string, cause error) error {
+	err := target.ErrNotFound
+	if cause != nil {
+		err = fmt.Errorf("%w (%v)", target.ErrNotFound, cause)
+	}
+	return &target.LookupError{Kind: kind, Name: name, Err: err}
+}

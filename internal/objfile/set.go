@@ -1,0 +1,163 @@
+package objfile
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// Set is the ordered list of a program's loaded objects: the executable
+// first, then the shared libraries in load order. It is immutable and safe
+// for concurrent use.
+type Set struct {
+	objs []*Object
+}
+
+// NewSet returns a set of the given objects, in that order. Nil objects
+// are dropped.
+func NewSet(objs ...*Object) *Set {
+	s := &Set{}
+	for _, o := range objs {
+		if o != nil {
+			s.objs = append(s.objs, o)
+		}
+	}
+	return s
+}
+
+// Objects returns the objects in order. The slice is a copy.
+func (s *Set) Objects() []*Object {
+	return append([]*Object(nil), s.objs...)
+}
+
+// Close closes every object.
+func (s *Set) Close() error {
+	var errs []error
+	for _, o := range s.objs {
+		if err := o.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LookupSymbol returns the first object that defines name (the executable
+// first, then libraries in order; within an object, global beats local) and
+// its definition. Thread-local symbols are returned too; see Symbol.TLS.
+func (s *Set) LookupSymbol(name string) (*Object, Symbol, error) {
+	var errs []error
+	for _, o := range s.objs {
+		sym, err := o.Lookup(name)
+		if err == nil {
+			return o, sym, nil
+		}
+		if se := o.SymbolErr(); se != nil {
+			errs = append(errs, se)
+		}
+	}
+	err := target.ErrNotFound
+	if len(errs) > 0 {
+		err = fmt.Errorf("%w (%v)", target.ErrNotFound, errors.Join(errs...))
+	}
+	return nil, Symbol{}, &target.LookupError{Kind: "symbol", Name: name, Err: err}
+}
+
+// Lookup returns the run-time address of the symbol called name, from the
+// first object that defines it. A thread-local symbol has no single address:
+// it is reported as not found (use LookupThreadLocal). A missing symbol is
+// a *target.LookupError wrapping target.ErrNotFound.
+func (s *Set) Lookup(name string) (uint64, error) {
+	for _, o := range s.objs {
+		sym, err := o.Lookup(name)
+		if err != nil {
+			continue
+		}
+		if sym.TLS() {
+			return 0, &target.LookupError{Kind: "symbol", Name: name,
+				Err: fmt.Errorf("%w: %s defines it as thread-local", target.ErrNotFound, o.path)}
+		}
+		return sym.Addr, nil
+	}
+	_, _, err := s.LookupSymbol(name)
+	return 0, err
+}
+
+// SymbolAt returns the name of the function symbol containing the run-time
+// address addr, in the object whose segments cover addr.
+func (s *Set) SymbolAt(addr uint64) (string, bool) {
+	for _, o := range s.objs {
+		start, end, ok := o.Range()
+		if !ok || addr < start || addr >= end {
+			continue
+		}
+		if sym, ok := o.SymbolAt(addr); ok {
+			return sym.Name, true
+		}
+	}
+	return "", false
+}
+
+// TypeSize returns the size of the named type (see Object.TypeSize) from
+// the first object whose DWARF defines it completely.
+func (s *Set) TypeSize(typeName string) (uint64, error) {
+	var errs []error
+	for _, o := range s.objs {
+		n, ok, err := o.typeSize(typeName)
+		if ok {
+			return n, nil
+		}
+		if err != nil && !errors.Is(err, ErrNoDWARF) {
+			errs = append(errs, err)
+		}
+	}
+	return 0, notFound("type", typeName, errors.Join(errs...))
+}
+
+// FieldOffset returns the offset of the named member (see
+// Object.FieldOffset) in the named type, from the first object whose DWARF
+// has the type with that member.
+func (s *Set) FieldOffset(typeName, field string) (uint64, error) {
+	var fieldErr error
+	var errs []error
+	for _, o := range s.objs {
+		off, ok, err := o.fieldOffset(typeName, field)
+		if ok && err == nil {
+			return off, nil
+		}
+		if ok && fieldErr == nil {
+			fieldErr = err
+		}
+		if !ok && err != nil && !errors.Is(err, ErrNoDWARF) {
+			errs = append(errs, err)
+		}
+	}
+	if fieldErr != nil {
+		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: fieldErr}
+	}
+	return 0, notFound("type", typeName, errors.Join(errs...))
+}
+
+// BitField returns the bit position and width of the named member (see
+// Object.BitField), from the first object whose DWARF has the type with
+// that member.
+func (s *Set) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	var fieldErr error
+	var errs []error
+	for _, o := range s.objs {
+		bo, bs, ok, err := o.bitField(typeName, field)
+		if ok && err == nil {
+			return bo, bs, nil
+		}
+		if ok && fieldErr == nil {
+			fieldErr = err
+		}
+		if !ok && err != nil && !errors.Is(err, ErrNoDWARF) {
+			errs = append(errs, err)
+		}
+	}
+	if fieldErr != nil {
+		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: fieldErr}
+	}
+	return 0, 0, notFound("type", typeName, errors.Join(errs...))
+}

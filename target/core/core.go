@@ -1,0 +1,608 @@
+// Package core implements target.Target over an ELF core file of a Linux
+// program, in pure Go.
+//
+// Open reads the core's program headers and notes (threads from
+// NT_PRSTATUS, the auxiliary vector, the NT_FILE list of mapped files),
+// finds the executable's load bias from the auxiliary vector and loads every
+// shared library that NT_FILE names, ordered as the dynamic linker's
+// link_map list in the core says. Memory is read from the core file on
+// demand (it is never loaded whole); what the core left out is read from
+// the mapped files, as described at the layer constants in memory.go:
+// file-backed pages the program never wrote, such as library text, come
+// from the files themselves, and nothing else is made up.
+//
+// A Core is read-only and safe for concurrent use.
+package core
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/target"
+)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	sysroot    string
+	fileMap    map[string]string
+	searchPath []string
+}
+
+// WithSysroot makes Open look for the shared libraries and mapped files
+// that the core names (absolute paths of the machine the core comes from)
+// under dir, as gdb's "set sysroot" does. WithFileMap entries take
+// precedence.
+func WithSysroot(dir string) Option {
+	return func(c *config) { c.sysroot = dir }
+}
+
+// WithFileMap maps paths as the core names them to paths on this machine,
+// one file at a time. The map is copied.
+func WithFileMap(m map[string]string) Option {
+	return func(c *config) {
+		if c.fileMap == nil {
+			c.fileMap = make(map[string]string)
+		}
+		for k, v := range m {
+			c.fileMap[k] = v
+		}
+	}
+}
+
+// WithSearchPath makes Open also look for a library or mapped file by its
+// base name in each of dirs, after the path the core names (as gdb's
+// solib-search-path).
+func WithSearchPath(dirs ...string) Option {
+	return func(c *config) { c.searchPath = append(c.searchPath, dirs...) }
+}
+
+// paths lists where to look for the file the core calls name.
+func (c *config) paths(name string) []string {
+	if p, ok := c.fileMap[name]; ok {
+		return []string{p}
+	}
+	var out []string
+	if c.sysroot != "" {
+		out = append(out, filepath.Join(c.sysroot, name))
+	} else {
+		out = append(out, name)
+	}
+	for _, d := range c.searchPath {
+		out = append(out, filepath.Join(d, filepath.Base(name)))
+	}
+	return out
+}
+
+// ObjectInfo describes a loaded object of the core.
+type ObjectInfo struct {
+	// Name is the object's path as the core names it (in NT_FILE or the
+	// link_map list; the executable's is the path given to Open).
+	Name string
+	// Path is the file that was opened for it.
+	Path string
+	// Bias is the load bias: run-time address minus ELF virtual address.
+	Bias uint64
+	// BuildID is the GNU build-id of the file, or nil.
+	BuildID []byte
+}
+
+// Core is a core file opened with the executable it was dumped from.
+type Core struct {
+	corePath string
+	r        io.ReaderAt
+	f        *os.File // nil when not opened from a file
+	d        *coreData
+	mem      *memory
+	set      *objfile.Set
+	files    map[string]*mappedFile
+	infos    []ObjectInfo
+	warnings []string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ target.Target                                = (*Core)(nil)
+	_ target.BitFieldLocator                       = (*Core)(nil)
+	_ interface{ SymbolAt(uint64) (string, bool) } = (*Core)(nil)
+)
+
+// Open opens the core file corePath of the program exePath. Shared
+// libraries are looked for where the core says they were, subject to the
+// options. A library that cannot be found or does not match the core (by
+// build-id) is left out with a warning (see Warnings); an executable that
+// does not match is an error.
+func Open(exePath, corePath string, opts ...Option) (*Core, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f, err := os.Open(corePath)
+	if err != nil {
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	c, err := newCore(f, st.Size(), &cfg)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w (in %s)", err, corePath)
+	}
+	c.f = f
+	c.corePath = corePath
+	if err := c.loadObjects(&cfg, exePath); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCore parses the core read through r and sets up its memory, with no
+// objects loaded yet.
+func newCore(r io.ReaderAt, size int64, cfg *config) (*Core, error) {
+	d, err := parseCore(r, size)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{r: r, d: d, set: objfile.NewSet()}
+	c.buildMemory(cfg)
+	return c, nil
+}
+
+// buildMemory sets up the core and NT_FILE layers.
+func (c *Core) buildMemory(cfg *config) {
+	c.mem = &memory{}
+	var rs []region
+	for _, p := range c.d.progs {
+		if p.typ == elf.PT_LOAD && p.filesz > 0 {
+			rs = append(rs, region{start: p.vaddr, end: p.vaddr + p.filesz, base: p.vaddr, src: coreSource{r: c.r, off: p.off}})
+		}
+	}
+	c.mem.add(layerCore, rs...)
+	page := c.d.pageSize
+	if page < 4096 || page&(page-1) != 0 {
+		page = 4096
+	}
+	c.files = make(map[string]*mappedFile)
+	rs = rs[:0]
+	for _, e := range c.d.files {
+		name := strings.TrimSuffix(e.name, " (deleted)")
+		if name == "" || !strings.HasPrefix(name, "/") {
+			continue
+		}
+		mf := c.files[name]
+		if mf == nil {
+			mf = &mappedFile{name: name, paths: cfg.paths(name), page: page}
+			c.files[name] = mf
+		}
+		rs = append(rs, region{start: e.start, end: e.end, base: e.start, src: fileSource{mf: mf, off: e.off}})
+	}
+	c.mem.add(layerFile, rs...)
+}
+
+func (c *Core) warnf(format string, args ...any) {
+	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+}
+
+// candidate is a shared object found in NT_FILE.
+type candidate struct {
+	name  string
+	start uint64 // lowest address it is mapped at with file offset 0
+	obj   *objfile.Object
+	used  bool
+}
+
+// loadObjects opens the executable and the shared libraries.
+func (c *Core) loadObjects(cfg *config, exePath string) error {
+	exe, err := c.openExe(exePath)
+	if err != nil {
+		return err
+	}
+	objs := []*objfile.Object{exe}
+	names := []string{exePath}
+
+	// The executable's own NT_FILE name: the file mapped where its entry
+	// point (or program headers) are.
+	exeName := ""
+	for _, k := range []uint64{atEntry, atPhdr} {
+		if v, ok := c.d.auxv[k]; ok {
+			for _, e := range c.d.files {
+				if v >= e.start && v < e.end {
+					exeName = strings.TrimSuffix(e.name, " (deleted)")
+					break
+				}
+			}
+		}
+		if exeName != "" {
+			break
+		}
+	}
+
+	// Shared objects from NT_FILE: every file with a mapping at file
+	// offset 0 that is an ELF shared object for this machine.
+	byName := make(map[string]*candidate)
+	var cands []*candidate
+	for _, e := range c.d.files {
+		name := strings.TrimSuffix(e.name, " (deleted)")
+		if e.off != 0 || name == exeName || !strings.HasPrefix(name, "/") {
+			continue
+		}
+		if cd := byName[name]; cd != nil {
+			cd.start = min(cd.start, e.start)
+			continue
+		}
+		cd := &candidate{name: name, start: e.start}
+		byName[name] = cd
+		cands = append(cands, cd)
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].start < cands[j].start })
+	exeStart, _, exeMapped := exe.Range()
+	var loaded []*candidate
+	failed := make(map[string]bool) // base names already warned about
+	for _, cd := range cands {
+		if exeMapped && cd.start == exeStart&^4095 {
+			continue // the executable under another name
+		}
+		// The core keeps the first page of mapped ELF files: skip mapped
+		// files that are not ELF without looking for them.
+		var magic [4]byte
+		if err := c.mem.read(magic[:], cd.start, layerCore+1); err == nil && string(magic[:]) != elf.ELFMAG {
+			continue
+		}
+		o, err := c.openLib(cfg, cd.name, func(f *elf.File) (uint64, error) {
+			low, ok := objfile.LowestLoad(f)
+			if !ok {
+				return 0, errors.New("no PT_LOAD segment")
+			}
+			return cd.start - low&^4095, nil
+		})
+		if err != nil {
+			if !errors.Is(err, errNotShared) {
+				c.warnf("%s: %v", cd.name, err)
+				failed[filepath.Base(cd.name)] = true
+			}
+			continue
+		}
+		cd.obj = o
+		loaded = append(loaded, cd)
+	}
+
+	// Order them as the dynamic linker's list does, adding what it lists
+	// that NT_FILE did not show.
+	tmp := []*objfile.Object{exe}
+	for _, cd := range loaded {
+		tmp = append(tmp, cd.obj)
+	}
+	entries, lmErr := objfile.NewSet(tmp...).LinkMap(c.mem)
+	if _, _, dynamic := exe.DynamicAddr(); lmErr != nil && dynamic {
+		c.warnf("the dynamic linker's list of objects: %v", lmErr)
+	}
+	for i, e := range entries {
+		if i == 0 && e.Name == "" || e.LAddr == exe.Bias() && e.Name == "" {
+			continue // the executable
+		}
+		var match *candidate
+		for _, cd := range loaded {
+			if !cd.used && cd.obj.Bias() == e.LAddr {
+				match = cd
+				break
+			}
+		}
+		if match != nil {
+			match.used = true
+			objs = append(objs, match.obj)
+			names = append(names, match.name)
+			continue
+		}
+		if !strings.HasPrefix(e.Name, "/") {
+			continue // linux-vdso.so.1 and the like: no file
+		}
+		o, err := c.openLib(cfg, e.Name, func(*elf.File) (uint64, error) { return e.LAddr, nil })
+		if err != nil {
+			if !failed[filepath.Base(e.Name)] && !errors.Is(err, errNotShared) {
+				c.warnf("%s: %v", e.Name, err)
+			}
+			continue
+		}
+		objs = append(objs, o)
+		names = append(names, e.Name)
+	}
+	for _, cd := range loaded {
+		if !cd.used {
+			objs = append(objs, cd.obj)
+			names = append(names, cd.name)
+		}
+	}
+
+	c.set = objfile.NewSet(objs...)
+	var bss, ro []region
+	for i, o := range objs {
+		c.infos = append(c.infos, ObjectInfo{Name: names[i], Path: o.Path(), Bias: o.Bias(), BuildID: o.BuildID()})
+		for _, p := range o.File().Progs {
+			if p.Type != elf.PT_LOAD {
+				continue
+			}
+			start := p.Vaddr + o.Bias()
+			if p.Memsz > p.Filesz && start+p.Memsz > start {
+				bss = append(bss, region{start: start + p.Filesz, end: start + p.Memsz, base: start + p.Filesz, src: zeroSource{}})
+			}
+			if p.Flags&elf.PF_W == 0 && p.Filesz > 0 && start+p.Filesz > start {
+				ro = append(ro, region{start: start, end: start + p.Filesz, base: 0, src: objectSource{o}})
+			}
+		}
+	}
+	c.mem.add(layerBSS, bss...)
+	c.mem.add(layerObject, ro...)
+	return nil
+}
+
+// errNotShared marks a mapped file that is not a shared object of the
+// core's machine (a data file, for instance): skipped silently.
+var errNotShared = errors.New("not an ELF shared object for this machine")
+
+// openLib opens the shared object the core calls name, with the bias that
+// biasOf computes from its ELF headers, and checks its build-id against
+// the copy of its notes in the core.
+func (c *Core) openLib(cfg *config, name string, biasOf func(*elf.File) (uint64, error)) (*objfile.Object, error) {
+	var errs []error
+	for _, p := range cfg.paths(name) {
+		f, err := elf.Open(p)
+		if err != nil {
+			var fe *elf.FormatError
+			if errors.As(err, &fe) {
+				return nil, errNotShared
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if f.Type != elf.ET_DYN || f.Machine != c.d.machine || f.Class != c.d.class {
+			f.Close()
+			return nil, errNotShared
+		}
+		bias, err := biasOf(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %v", p, err)
+		}
+		o := objfile.NewObject(f, p, bias)
+		if err := c.checkBuildID(o); err != nil {
+			o.Close()
+			if mf := c.files[name]; mf != nil {
+				mf.disable(err)
+			}
+			return nil, err
+		}
+		return o, nil
+	}
+	return nil, fmt.Errorf("cannot open: %w", errors.Join(errs...))
+}
+
+// openExe opens the executable and computes its load bias from the
+// auxiliary vector.
+func (c *Core) openExe(path string) (*objfile.Object, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("core: executable: %w", err)
+	}
+	if f.Machine != c.d.machine || f.Class != c.d.class {
+		f.Close()
+		return nil, fmt.Errorf("core: executable %s is for %v %v, the core for %v %v", path, f.Machine, f.Class, c.d.machine, c.d.class)
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		f.Close()
+		return nil, fmt.Errorf("core: %s is not an executable (ELF type %v)", path, f.Type)
+	}
+	// The load bias as the entry point and as the program headers give
+	// it; they must agree, and be page-aligned.
+	var biases []uint64
+	if v, ok := c.d.auxv[atEntry]; ok && f.Entry != 0 {
+		biases = append(biases, v-f.Entry)
+	}
+	if v, ok := c.d.auxv[atPhdr]; ok && progVaddr(f, elf.PT_PHDR) != nil {
+		biases = append(biases, v-*progVaddr(f, elf.PT_PHDR))
+	}
+	mismatch := func(why string) error {
+		f.Close()
+		return fmt.Errorf("core: executable %s does not match the core: %s", path, why)
+	}
+	var bias uint64
+	switch {
+	case len(biases) == 0:
+		c.warnf("executable %s: no AT_ENTRY or AT_PHDR in the core; assuming load bias 0", path)
+	case len(biases) == 2 && biases[0] != biases[1]:
+		return nil, mismatch(fmt.Sprintf("its entry point and program headers are %#x bytes apart in the core", biases[1]-biases[0]))
+	case f.Type == elf.ET_EXEC && biases[0] != 0:
+		return nil, mismatch(fmt.Sprintf("its entry point %#x is not the core's %#x", f.Entry, c.d.auxv[atEntry]))
+	case biases[0]%4096 != 0:
+		return nil, mismatch(fmt.Sprintf("its load bias would be %#x, not page-aligned", biases[0]))
+	default:
+		bias = biases[0]
+	}
+	o := objfile.NewObject(f, path, bias)
+	if err := c.checkBuildID(o); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("core: executable %w", err)
+	}
+	return o, nil
+}
+
+func progVaddr(f *elf.File, t elf.ProgType) *uint64 {
+	for _, p := range f.Progs {
+		if p.Type == t {
+			v := p.Vaddr
+			return &v
+		}
+	}
+	return nil
+}
+
+// checkBuildID compares the object's build-id with the one in the core's
+// copy of its notes (the first page of a mapped ELF file is dumped). A core
+// without that copy is not evidence against the file.
+func (c *Core) checkBuildID(o *objfile.Object) error {
+	want := o.BuildID()
+	if want == nil {
+		return nil
+	}
+	for _, p := range o.File().Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz == 0 || p.Filesz > 1<<16 {
+			continue
+		}
+		buf := make([]byte, p.Filesz)
+		if err := c.mem.read(buf, p.Vaddr+o.Bias(), layerCore+1); err != nil {
+			continue
+		}
+		order := binary.ByteOrder(binary.LittleEndian)
+		if c.d.order == binary.ByteOrder(binary.BigEndian) {
+			order = binary.BigEndian
+		}
+		if got := objfile.ParseBuildID(buf, order); got != nil && !bytes.Equal(got, want) {
+			return fmt.Errorf("%s does not match the core: build-id %x in the file, %x in the core", o.Path(), want, got)
+		}
+	}
+	return nil
+}
+
+// Close closes the core and every file opened for it.
+func (c *Core) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		if c.set != nil {
+			errs = append(errs, c.set.Close())
+		}
+		for _, mf := range c.files {
+			mf.close()
+		}
+		if c.f != nil {
+			errs = append(errs, c.f.Close())
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// Objects lists the loaded objects: the executable first, then the shared
+// libraries in load order.
+func (c *Core) Objects() []ObjectInfo {
+	out := make([]ObjectInfo, len(c.infos))
+	copy(out, c.infos)
+	return out
+}
+
+// Warnings lists what Open could not load or check: libraries not found or
+// not matching the core, an unreadable link_map list.
+func (c *Core) Warnings() []string {
+	return append([]string(nil), c.warnings...)
+}
+
+// LookupSymbol returns the run-time address of the symbol called name (see
+// target.Target).
+func (c *Core) LookupSymbol(name string) (uint64, error) {
+	return c.set.Lookup(name)
+}
+
+// LookupThreadLocal returns the address of the thread's instance of the
+// thread-local variable name (see objfile.Set.LookupThreadLocal for the
+// method).
+func (c *Core) LookupThreadLocal(tid uint64, name string) (uint64, error) {
+	t, ok := c.thread(tid)
+	if !ok {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)}
+	}
+	return c.set.LookupThreadLocal(c.mem, t.tp, name)
+}
+
+func (c *Core) thread(tid uint64) (thread, bool) {
+	for _, t := range c.d.threads {
+		if t.tid == tid {
+			return t, true
+		}
+	}
+	return thread{}, false
+}
+
+// TypeSize returns the size of the named type from the objects' DWARF.
+func (c *Core) TypeSize(typeName string) (uint64, error) {
+	return c.set.TypeSize(typeName)
+}
+
+// FieldOffset returns the offset of the named member of the named type from
+// the objects' DWARF; field may be a dotted path.
+func (c *Core) FieldOffset(typeName, field string) (uint64, error) {
+	return c.set.FieldOffset(typeName, field)
+}
+
+// BitField returns the bit position and width of the named member of the
+// named type (target.BitFieldLocator).
+func (c *Core) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	return c.set.BitField(typeName, field)
+}
+
+// SymbolAt returns the name of the function symbol containing addr.
+func (c *Core) SymbolAt(addr uint64) (string, bool) {
+	return c.set.SymbolAt(addr)
+}
+
+// ReadMemory fills buf with the memory at addr (see the package comment
+// for where the bytes come from).
+func (c *Core) ReadMemory(buf []byte, addr uint64) error {
+	return c.mem.ReadMemory(buf, addr)
+}
+
+// WriteMemory always fails: a core file is read-only. The error wraps
+// target.ErrReadOnly.
+func (c *Core) WriteMemory(addr uint64, data []byte) error {
+	return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: target.ErrReadOnly}
+}
+
+// ByteOrder is the core's byte order.
+func (c *Core) ByteOrder() binary.ByteOrder { return c.d.order }
+
+// Sizes are the primitive type sizes of the core's ELF class.
+func (c *Core) Sizes() target.Sizes {
+	if c.d.class == elf.ELFCLASS32 {
+		return target.ILP32
+	}
+	return target.LP64
+}
+
+// Threads lists the threads of the core in note order (the first is the
+// one that received the signal, or gdb's current thread).
+func (c *Core) Threads() ([]target.Thread, error) {
+	out := make([]target.Thread, len(c.d.threads))
+	for i, t := range c.d.threads {
+		out[i] = target.Thread{ID: t.tid, Pointer: t.tp}
+	}
+	return out, nil
+}
+
+// Registers returns the general registers of thread tid as the core's
+// NT_PRSTATUS holds them, in the kernel's order (struct user_regs_struct
+// on x86-64: r15, r14, ..., rip at 16, ..., rsp at 19, fs_base at 21). It
+// is nil for machines whose layout this package does not know.
+func (c *Core) Registers(tid uint64) ([]uint64, error) {
+	t, ok := c.thread(tid)
+	if !ok {
+		return nil, fmt.Errorf("core: thread %d: %w", tid, target.ErrNoThread)
+	}
+	return append([]uint64(nil), t.regs...), nil
+}
+
+// Machine is the core's ELF machine.
+func (c *Core) Machine() elf.Machine { return c.d.machine }

@@ -1,0 +1,371 @@
+package core
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Limits that keep a corrupt core from making the parser allocate much
+// more than the file's size, or at all unreasonably.
+const (
+	maxPhnum     = 1 << 22   // program headers
+	maxNoteBytes = 128 << 20 // bytes of one PT_NOTE segment
+	maxFiles     = 1 << 22   // NT_FILE entries
+)
+
+// Note types read from the core (owner "CORE" unless said otherwise).
+const (
+	ntPrstatus = 1
+	ntAuxv     = 6
+	ntFile     = 0x46494c45
+	ntArmTLS   = 0x401 // owner "LINUX"
+)
+
+// Auxiliary vector entries used.
+const (
+	atPhdr  = 3
+	atBase  = 7
+	atEntry = 9
+)
+
+// prog is a program header of the core.
+type prog struct {
+	typ                  elf.ProgType
+	flags                elf.ProgFlag
+	off, vaddr           uint64
+	filesz, memsz, align uint64
+}
+
+// fileEntry is one mapping of the NT_FILE note.
+type fileEntry struct {
+	start, end uint64 // run-time address range
+	off        uint64 // offset in the file, in bytes
+	name       string
+}
+
+// thread is one NT_PRSTATUS note (and the notes after it).
+type thread struct {
+	tid  uint64
+	regs []uint64 // pr_reg, in the kernel's order; nil for unknown machines
+	tp   uint64   // thread pointer
+}
+
+// coreData is what parsing a core file yields, before any other file is
+// opened.
+type coreData struct {
+	class    elf.Class
+	order    binary.ByteOrder
+	machine  elf.Machine
+	progs    []prog
+	threads  []thread
+	auxv     map[uint64]uint64
+	files    []fileEntry
+	pageSize uint64 // of NT_FILE
+	hasFile  bool   // an NT_FILE note was found
+}
+
+func (d *coreData) ptr() int {
+	if d.class == elf.ELFCLASS32 {
+		return 4
+	}
+	return 8
+}
+
+// parseCore reads the ELF header, program headers and notes of the core
+// file r of the given size. It reads nothing of the memory segments.
+func parseCore(r io.ReaderAt, size int64) (*coreData, error) {
+	var ident [64]byte
+	n, err := r.ReadAt(ident[:], 0)
+	if n < 16 || (err != nil && !errors.Is(err, io.EOF)) {
+		if n < 4 || !bytes.Equal(ident[:4], []byte(elf.ELFMAG)) {
+			return nil, fmt.Errorf("core: not an ELF file")
+		}
+		return nil, fmt.Errorf("core: ELF header truncated (file is %d bytes)", size)
+	}
+	if !bytes.Equal(ident[:4], []byte(elf.ELFMAG)) {
+		return nil, fmt.Errorf("core: not an ELF file")
+	}
+	d := &coreData{class: elf.Class(ident[elf.EI_CLASS])}
+	switch elf.Data(ident[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		d.order = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		d.order = binary.BigEndian
+	default:
+		return nil, fmt.Errorf("core: unknown ELF data encoding %d", ident[elf.EI_DATA])
+	}
+	var ehsize int
+	switch d.class {
+	case elf.ELFCLASS64:
+		ehsize = 64
+	case elf.ELFCLASS32:
+		ehsize = 52
+	default:
+		return nil, fmt.Errorf("core: unknown ELF class %d", ident[elf.EI_CLASS])
+	}
+	if n < ehsize {
+		return nil, fmt.Errorf("core: ELF header truncated (file is %d bytes)", size)
+	}
+	o := d.order
+	typ := elf.Type(o.Uint16(ident[16:]))
+	d.machine = elf.Machine(o.Uint16(ident[18:]))
+	if typ != elf.ET_CORE {
+		return nil, fmt.Errorf("core: not a core file (ELF type %v)", typ)
+	}
+	var phoff, shoff uint64
+	var phentsize, phnum uint64
+	if d.class == elf.ELFCLASS64 {
+		phoff, shoff = o.Uint64(ident[32:]), o.Uint64(ident[40:])
+		phentsize, phnum = uint64(o.Uint16(ident[54:])), uint64(o.Uint16(ident[56:]))
+	} else {
+		phoff, shoff = uint64(o.Uint32(ident[28:])), uint64(o.Uint32(ident[32:]))
+		phentsize, phnum = uint64(o.Uint16(ident[42:])), uint64(o.Uint16(ident[44:]))
+	}
+	if phnum == 0xffff { // PN_XNUM: the count is in section header 0's sh_info
+		var sh [48]byte
+		infoOff := 44
+		if d.class == elf.ELFCLASS32 {
+			infoOff = 28
+		}
+		if shoff == 0 || shoff > uint64(size) || uint64(size)-shoff < uint64(infoOff+4) {
+			return nil, fmt.Errorf("core: e_phnum is PN_XNUM but section header 0 is missing or past end of file")
+		}
+		if _, err := r.ReadAt(sh[:infoOff+4], int64(shoff)); err != nil {
+			return nil, fmt.Errorf("core: reading section header 0: %v", err)
+		}
+		phnum = uint64(o.Uint32(sh[infoOff:]))
+	}
+	want := uint64(56)
+	if d.class == elf.ELFCLASS32 {
+		want = 32
+	}
+	if phnum == 0 {
+		return nil, fmt.Errorf("core: no program headers")
+	}
+	if phentsize < want {
+		return nil, fmt.Errorf("core: program header size %d, want at least %d", phentsize, want)
+	}
+	if phnum > maxPhnum {
+		return nil, fmt.Errorf("core: %d program headers, more than the %d supported", phnum, maxPhnum)
+	}
+	if phoff > uint64(size) || phnum*phentsize > uint64(size)-phoff {
+		return nil, fmt.Errorf("core: program header table (%d entries at offset %#x) extends past end of file (%d bytes)", phnum, phoff, size)
+	}
+	table := make([]byte, phnum*phentsize)
+	if _, err := r.ReadAt(table, int64(phoff)); err != nil {
+		return nil, fmt.Errorf("core: reading program headers: %v", err)
+	}
+	d.progs = make([]prog, phnum)
+	for i := range d.progs {
+		b := table[uint64(i)*phentsize:]
+		p := &d.progs[i]
+		if d.class == elf.ELFCLASS64 {
+			p.typ, p.flags = elf.ProgType(o.Uint32(b[0:])), elf.ProgFlag(o.Uint32(b[4:]))
+			p.off, p.vaddr = o.Uint64(b[8:]), o.Uint64(b[16:])
+			p.filesz, p.memsz, p.align = o.Uint64(b[32:]), o.Uint64(b[40:]), o.Uint64(b[48:])
+		} else {
+			p.typ, p.off, p.vaddr = elf.ProgType(o.Uint32(b[0:])), uint64(o.Uint32(b[4:])), uint64(o.Uint32(b[8:]))
+			p.filesz, p.memsz = uint64(o.Uint32(b[16:])), uint64(o.Uint32(b[20:]))
+			p.flags, p.align = elf.ProgFlag(o.Uint32(b[24:])), uint64(o.Uint32(b[28:]))
+		}
+		if p.filesz > 0 && (p.off > uint64(size) || p.filesz > uint64(size)-p.off) {
+			return nil, fmt.Errorf("core: program header %d (%v) extends past end of file (offset %#x + size %#x > %d bytes)", i, p.typ, p.off, p.filesz, size)
+		}
+		if p.typ == elf.PT_LOAD {
+			if p.filesz > p.memsz {
+				return nil, fmt.Errorf("core: program header %d: p_filesz %#x > p_memsz %#x", i, p.filesz, p.memsz)
+			}
+			if p.vaddr+p.memsz < p.vaddr {
+				return nil, fmt.Errorf("core: program header %d: address range %#x+%#x wraps around", i, p.vaddr, p.memsz)
+			}
+		}
+	}
+	notes := 0
+	for i, p := range d.progs {
+		if p.typ != elf.PT_NOTE || p.filesz == 0 {
+			continue
+		}
+		if p.filesz > maxNoteBytes {
+			return nil, fmt.Errorf("core: program header %d: PT_NOTE of %d bytes is larger than the %d supported", i, p.filesz, maxNoteBytes)
+		}
+		buf := make([]byte, p.filesz)
+		if _, err := r.ReadAt(buf, int64(p.off)); err != nil {
+			return nil, fmt.Errorf("core: reading PT_NOTE (program header %d): %v", i, err)
+		}
+		if err := d.parseNotes(buf, p.off); err != nil {
+			return nil, err
+		}
+		notes++
+	}
+	if notes == 0 {
+		return nil, fmt.Errorf("core: no PT_NOTE segment")
+	}
+	if len(d.threads) == 0 {
+		return nil, fmt.Errorf("core: no NT_PRSTATUS note (no threads)")
+	}
+	return d, nil
+}
+
+// parseNotes reads a PT_NOTE segment that starts at file offset base.
+func (d *coreData) parseNotes(buf []byte, base uint64) error {
+	o := d.order
+	pos := uint64(0)
+	for i := 0; pos < uint64(len(buf)); i++ {
+		rest := uint64(len(buf)) - pos
+		if rest < 12 {
+			// Trailing padding is tolerated, other bytes are not.
+			if bytes.Count(buf[pos:], []byte{0}) == int(rest) {
+				return nil
+			}
+			return fmt.Errorf("core: note %d at offset %#x: truncated header", i, base+pos)
+		}
+		namesz, descsz := uint64(o.Uint32(buf[pos:])), uint64(o.Uint32(buf[pos+4:]))
+		typ := o.Uint32(buf[pos+8:])
+		p := pos + 12
+		nameEnd := p + align4(namesz)
+		if namesz > rest || nameEnd > uint64(len(buf)) {
+			return fmt.Errorf("core: note %d at offset %#x: name size %d runs past the end of the PT_NOTE segment", i, base+pos, namesz)
+		}
+		name := string(bytes.TrimRight(buf[p:p+namesz], "\x00"))
+		descEnd := nameEnd + descsz
+		if descsz > rest || descEnd > uint64(len(buf)) {
+			return fmt.Errorf("core: note %d (%q type %#x) at offset %#x: descriptor size %d runs past the end of the PT_NOTE segment", i, name, typ, base+pos, descsz)
+		}
+		desc := buf[nameEnd:descEnd]
+		if err := d.note(name, typ, desc); err != nil {
+			return fmt.Errorf("core: note %d (%q type %#x) at offset %#x: %w", i, name, typ, base+pos, err)
+		}
+		pos = nameEnd + align4(descsz)
+	}
+	return nil
+}
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
+
+// note interprets one note.
+func (d *coreData) note(name string, typ uint32, desc []byte) error {
+	switch {
+	case name == "CORE" && typ == ntPrstatus:
+		return d.prstatus(desc)
+	case name == "CORE" && typ == ntAuxv:
+		return d.auxvNote(desc)
+	case name == "CORE" && typ == ntFile:
+		return d.fileNote(desc)
+	case name == "LINUX" && typ == ntArmTLS && d.machine == elf.EM_AARCH64 && len(d.threads) > 0:
+		if len(desc) >= 8 {
+			d.threads[len(d.threads)-1].tp = d.order.Uint64(desc)
+		}
+	}
+	return nil
+}
+
+// prstatus layouts: offset of pr_pid and pr_reg, and the number of
+// registers, per machine (struct elf_prstatus of the Linux kernel).
+func (d *coreData) prstatus(desc []byte) error {
+	pidOff, regOff, nregs, tpReg := 32, 112, 0, -1
+	if d.class == elf.ELFCLASS32 {
+		pidOff, regOff = 24, 72
+	}
+	switch d.machine {
+	case elf.EM_X86_64:
+		if d.class == elf.ELFCLASS64 {
+			nregs, tpReg = 27, 21 // user_regs_struct; fs_base is index 21
+		}
+	case elf.EM_386:
+		nregs = 17
+	case elf.EM_AARCH64:
+		nregs = 34
+	}
+	w := d.ptr()
+	need := pidOff + 4
+	if nregs > 0 {
+		need = regOff + nregs*w
+	}
+	if len(desc) < need {
+		return fmt.Errorf("NT_PRSTATUS is %d bytes, want at least %d", len(desc), need)
+	}
+	t := thread{tid: uint64(d.order.Uint32(desc[pidOff:]))}
+	if nregs > 0 {
+		t.regs = make([]uint64, nregs)
+		for i := range t.regs {
+			t.regs[i] = d.word(desc[regOff+i*w:])
+		}
+		if tpReg >= 0 {
+			t.tp = t.regs[tpReg]
+		}
+	}
+	d.threads = append(d.threads, t)
+	return nil
+}
+
+func (d *coreData) word(b []byte) uint64 {
+	if d.class == elf.ELFCLASS32 {
+		return uint64(d.order.Uint32(b))
+	}
+	return d.order.Uint64(b)
+}
+
+func (d *coreData) auxvNote(desc []byte) error {
+	w := d.ptr()
+	d.auxv = make(map[uint64]uint64)
+	for i := 0; i+2*w <= len(desc); i += 2 * w {
+		k, v := d.word(desc[i:]), d.word(desc[i+w:])
+		if k == 0 {
+			break
+		}
+		if _, dup := d.auxv[k]; !dup {
+			d.auxv[k] = v
+		}
+	}
+	return nil
+}
+
+// fileNote parses NT_FILE: count, page size, count × (start, end, file
+// offset in pages), then count NUL-terminated names.
+func (d *coreData) fileNote(desc []byte) error {
+	w := uint64(d.ptr())
+	if uint64(len(desc)) < 2*w {
+		return fmt.Errorf("NT_FILE is %d bytes, too short for its header", len(desc))
+	}
+	count, page := d.word(desc), d.word(desc[w:])
+	if count > maxFiles || count > (uint64(len(desc))-2*w)/(3*w) {
+		return fmt.Errorf("NT_FILE claims %d mappings, more than its %d bytes can hold", count, len(desc))
+	}
+	names := desc[2*w+count*3*w:]
+	files := make([]fileEntry, 0, count)
+	for i := uint64(0); i < count; i++ {
+		b := desc[2*w+i*3*w:]
+		e := fileEntry{start: d.word(b), end: d.word(b[w:])}
+		pages := d.word(b[2*w:])
+		if e.end < e.start {
+			return fmt.Errorf("NT_FILE mapping %d ends (%#x) before it starts (%#x)", i, e.end, e.start)
+		}
+		if page != 0 && pages > ^uint64(0)/page {
+			return fmt.Errorf("NT_FILE mapping %d: file offset %d pages of %d bytes overflows", i, pages, page)
+		}
+		e.off = pages * page
+		j := bytes.IndexByte(names, 0)
+		if j < 0 {
+			if i+1 == count && len(names) > 0 { // last name unterminated
+				j = len(names)
+			} else {
+				return fmt.Errorf("NT_FILE has %d names for %d mappings", i, count)
+			}
+		}
+		e.name = string(names[:j])
+		if j < len(names) {
+			names = names[j+1:]
+		} else {
+			names = nil
+		}
+		files = append(files, e)
+	}
+	d.files = append(d.files, files...)
+	d.pageSize = page
+	d.hasFile = true
+	return nil
+}

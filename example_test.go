@@ -1,0 +1,192 @@
+package ompd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fakeruntime"
+	"github.com/ompd-go/ompd/target"
+)
+
+// stoppedProgram stands for what a debugger hands the library: a core file
+// (core.Open(exe, corefile)), a live process (delve.Attach(pid)), or its own
+// target.Target. Here it is a synthetic program so that the examples'
+// output is fixed: an outer parallel region of 4 threads, in which thread 1
+// opens an inner region of 2, whose thread 1 (gtid 2) nests three
+// serialized regions and runs an untied task that runs an included final
+// task; gtid 4 idles in the thread pool.
+func stoppedProgram() target.Target {
+	return fakeruntime.Nested(fakeruntime.Config{}).T
+}
+
+func ExampleOpen() {
+	as, err := ompd.Open(stoppedProgram())
+	if errors.Is(err, ompd.ErrNoRuntime) {
+		fmt.Println("not an OpenMP program")
+		return
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer as.Close()
+	v, _ := as.OpenMPVersion()
+	n, _ := as.NumProcs()
+	fmt.Println("OpenMP", v, "on", n, "processors, layout from", as.LayoutSource())
+	// Output: OpenMP 201811 on 8 processors, layout from OMPD tables
+}
+
+func ExampleAddressSpace_Threads() {
+	as, _ := ompd.Open(stoppedProgram())
+	threads, _ := as.Threads()
+	for _, th := range threads {
+		lwp, _ := th.OSThread(ompd.LWPID)
+		state, wait, err := th.State()
+		num, _ := th.Num()
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Printf("gtid %d lwp %d thread_num %d %v", th.GTID(), lwp, num, state)
+		if state.IsWait() {
+			fmt.Printf(" (waits for %#x)", wait)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// gtid 0 lwp 4000 thread_num 0 work_parallel
+	// gtid 1 lwp 4001 thread_num 0 wait_taskwait (waits for 0x0)
+	// gtid 2 lwp 4002 thread_num 0 work_parallel
+	// gtid 3 lwp 4003 thread_num 3 wait_barrier_implicit_parallel (waits for 0xb0)
+	// gtid 4 lwp 4004 thread_num 0 idle
+}
+
+func ExampleThread_CurrentParallel() {
+	as, _ := ompd.Open(stoppedProgram())
+	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
+	// Walk the region nest outwards; serialized regions are levels too.
+	p, err := th.CurrentParallel()
+	for ; err == nil; p, err = p.Enclosing() {
+		level, _ := p.Level()
+		active, _ := p.ActiveLevel()
+		n, _ := p.NumThreads()
+		fmt.Printf("level %d (active %d): %d thread(s)", level, active, n)
+		if f, ferr := p.Function(); ferr == nil {
+			fmt.Printf(" in %s", f.Symbol)
+		}
+		fmt.Println()
+	}
+	fmt.Println(errors.Is(err, ompd.ErrUnavailable))
+	// Output:
+	// level 5 (active 2): 1 thread(s) in main._omp_fn.4
+	// level 4 (active 2): 1 thread(s)
+	// level 3 (active 2): 1 thread(s)
+	// level 2 (active 2): 2 thread(s) in main._omp_fn.1
+	// level 1 (active 1): 4 thread(s) in main._omp_fn.0
+	// level 0 (active 0): 1 thread(s)
+	// true
+}
+
+func ExampleParallel_Thread() {
+	as, _ := ompd.Open(stoppedProgram())
+	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
+	p, _ := th.CurrentParallel()
+	for p.Equal(p) { // go out to the outermost active region
+		if n, _ := p.NumThreads(); n > 2 {
+			break
+		}
+		p, _ = p.Enclosing()
+	}
+	n, _ := p.NumThreads()
+	for i := 0; i < n; i++ {
+		member, _ := p.Thread(i)
+		task, _ := p.ImplicitTask(i)
+		kind, _ := task.Kind()
+		fmt.Printf("thread %d: gtid %d, %v task\n", i, member.GTID(), kind)
+	}
+	primary, _ := p.Primary()
+	fmt.Println("primary is gtid", primary.GTID())
+	// Output:
+	// thread 0: gtid 0, implicit task
+	// thread 1: gtid 1, implicit task
+	// thread 2: gtid 2, implicit task
+	// thread 3: gtid 3, implicit task
+	// primary is gtid 0
+}
+
+func ExampleTask_Generating() {
+	as, _ := ompd.Open(stoppedProgram())
+	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
+	task, err := th.CurrentTask()
+	for ; err == nil; task, err = task.Generating() {
+		kind, _ := task.Kind()
+		final, _ := task.InFinal()
+		fmt.Printf("%-26v final=%v", kind, final)
+		if f, ferr := task.Function(); ferr == nil {
+			fmt.Printf(" %s", f.Symbol)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// explicit|included|final    final=true task_b._omp_fn
+	// explicit|untied            final=false task_a._omp_fn
+	// implicit                   final=false main._omp_fn.4
+	// implicit                   final=false
+	// implicit                   final=false
+	// implicit                   final=false main._omp_fn.1
+	// implicit                   final=false main._omp_fn.0
+	// initial|implicit           final=false
+}
+
+func ExampleScope() {
+	as, _ := ompd.Open(stoppedProgram())
+	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
+	task, _ := th.CurrentTask()
+	par, _ := th.CurrentParallel()
+	// Every ICV is read from the scope it belongs to.
+	for _, id := range []ompd.ICV{ompd.ICVNthreadsVar, ompd.ICVRunSchedVar, ompd.ICVBindVar, ompd.ICVLevelsVar, ompd.ICVNumProcsVar} {
+		var sc ompd.Scope
+		switch id.Scope() {
+		case ompd.ScopeAddressSpace:
+			sc = as
+		case ompd.ScopeThread:
+			sc = th
+		case ompd.ScopeParallel:
+			sc = par
+		case ompd.ScopeTask:
+			sc = task
+		}
+		v, _ := sc.ICVString(id)
+		fmt.Printf("%s (%v) = %s\n", id, id.Scope(), v)
+	}
+	s, _ := task.Schedule()
+	binds, _ := task.ProcBind()
+	fmt.Println(s.Kind, s.Chunk, s.Monotonic, binds)
+	// Output:
+	// nthreads-var (thread) = 3
+	// run-sched-var (task) = monotonic:static,0
+	// bind-var (task) = 3
+	// levels-var (parallel) = 5
+	// num-procs-var (address_space) = 8
+	// static 0 true [close]
+}
+
+func ExampleAddressSpace_Snapshot() {
+	as, _ := ompd.Open(stoppedProgram())
+	snap, err := as.Snapshot(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, th := range snap.Threads {
+		fmt.Printf("gtid %d: %d regions, %d tasks\n", th.GTID, len(th.Parallel), len(th.Tasks))
+	}
+	// Output:
+	// gtid 0: 2 regions, 2 tasks
+	// gtid 1: 3 regions, 3 tasks
+	// gtid 2: 6 regions, 8 tasks
+	// gtid 3: 2 regions, 2 tasks
+	// gtid 4: 0 regions, 0 tasks
+}

@@ -199,6 +199,21 @@ static const ompd_callbacks_t callback_table = {
 };
 
 void ompd_go_get_counters(ompd_go_counters_t *out) { *out = counters; }
+
+/* ompd_go_probe_reads makes n read_memory callbacks of size bytes at addr,
+ * as libompd would, to measure what one callback costs. */
+ompd_rc_t ompd_go_probe_reads(ompd_address_space_context_t *ctx, uint64_t addr, uint64_t size, uint64_t n) {
+	unsigned char buf[64];
+	ompd_address_t a = {0, addr};
+	if (size > sizeof buf)
+		return rc_bad_input;
+	for (uint64_t i = 0; i < n; i++) {
+		ompd_rc_t rc = callback_table.read_memory(ctx, NULL, &a, size, buf);
+		if (rc != rc_ok)
+			return rc;
+	}
+	return rc_ok;
+}
 void ompd_go_reset_counters(void) { memset(&counters, 0, sizeof counters); }
 
 /* ---- the library's functions ------------------------------------------- */

@@ -102,6 +102,7 @@ typedef struct ompd_go_counters_t {
 const char *ompd_go_load(const char *path);
 void ompd_go_get_counters(ompd_go_counters_t *out);
 void ompd_go_reset_counters(void);
+ompd_rc_t ompd_go_probe_reads(ompd_address_space_context_t *ctx, uint64_t addr, uint64_t size, uint64_t n);
 
 /* Thin wrappers over the OMPD functions found with dlsym. A missing
  * function gives ompd_rc_unsupported. */

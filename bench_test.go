@@ -1,0 +1,374 @@
+package ompd_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/libompd"
+	"github.com/ompd-go/ompd/target"
+)
+
+// BenchmarkSnapshot takes a full snapshot of a stopped program (every
+// thread: state, parallel region chain, task chain, every ICV; plus the
+// address-space ICVs and display variables) from the core file of the
+// "many" fixture, through ompd-go (ompd.Open + Snapshot, a fresh address
+// space per iteration so that its cache starts cold) and through LLVM's
+// libompd (the same questions through the cgo harness, a fresh address
+// space per iteration too). Besides ns/op it reports the target reads per
+// snapshot (reads/op) and the bytes they read (read-bytes/op): for
+// ompd-go counted by a wrapper around the target, for libompd by the
+// harness's read_memory/read_string callback counters.
+//
+// Each is measured over the core target as it is (target=core: every read
+// is a pread of the core file) and over the same target behind a warm page
+// cache (target=cached: a read costs a map lookup and a copy, as in a
+// debugger that caches target memory), which shows what the libraries
+// themselves cost.
+//
+// See BENCHMARKS.md for the figures.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, threads := range []string{"256", "1024"} {
+		b.Run("threads="+threads, func(b *testing.B) {
+			fx := openFixture(b, fixtures.Many, threads)
+			for _, tk := range []string{"core", "cached"} {
+				tgt := func() target.Target {
+					if tk == "cached" {
+						return newCachedTarget(fx.target)
+					}
+					return fx.target
+				}
+				b.Run("target="+tk+"/impl=ompd-go", func(b *testing.B) { benchOurs(b, tgt()) })
+				b.Run("target="+tk+"/impl=libompd", func(b *testing.B) { benchLibompd(b, tgt()) })
+			}
+		})
+	}
+}
+
+func benchOurs(b *testing.B, t target.Target) {
+	ctx := context.Background()
+	snapshot := func(t target.Target) int {
+		as, err := ompd.Open(t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer as.Close()
+		s, err := as.Snapshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(s.Errors) > 0 {
+			b.Fatalf("snapshot errors: %q", s.Errors)
+		}
+		return len(s.Threads)
+	}
+	// Warm the target (its symbol tables and DWARF index, loaded once per
+	// core) and the OS's page cache, untimed and uncounted.
+	snapshot(t)
+	ct := &countingTarget{Target: t}
+	var threads int
+	cpu := cpuTime()
+	for b.Loop() {
+		threads = snapshot(ct)
+	}
+	reportCPU(b, cpu)
+	reportReads(b, ct.reads.Load(), ct.bytes.Load(), threads)
+}
+
+func benchLibompd(b *testing.B, t target.Target) {
+	lib := loadLibompd(b)
+	osThreads, err := t.Threads()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snapshot := func() int {
+		las, err := lib.ProcessInitialize(t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int
+		lib.Do(func() { n, err = libompdSnapshot(las, osThreads) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := las.Release(); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	snapshot() // the same warm-up as for ompd-go
+	before := lib.Counters()
+	var threads int
+	cpu := cpuTime()
+	for b.Loop() {
+		threads = snapshot()
+	}
+	reportCPU(b, cpu)
+	c := lib.Counters().Sub(before)
+	reportReads(b, c.Reads(), c.BytesRead(), threads)
+}
+
+// cpuTime returns the CPU time (user and system) the process has used.
+// Benchmarks report it per snapshot besides the wall-clock ns/op, which a
+// busy machine inflates.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+func reportReads(b *testing.B, reads, bytes uint64, threads int) {
+	n := float64(b.N)
+	b.ReportMetric(float64(reads)/n, "reads/op")
+	b.ReportMetric(float64(bytes)/n, "read-bytes/op")
+	b.ReportMetric(float64(threads), "threads")
+}
+
+// countingTarget counts the memory reads of the target it wraps. It keeps
+// the optional interfaces ompd-go looks for (symbol names of code
+// addresses, bit-field positions).
+type countingTarget struct {
+	target.Target
+	reads, bytes atomic.Uint64
+}
+
+func (c *countingTarget) ReadMemory(buf []byte, addr uint64) error {
+	c.reads.Add(1)
+	c.bytes.Add(uint64(len(buf)))
+	return c.Target.ReadMemory(buf, addr)
+}
+
+func (c *countingTarget) SymbolAt(addr uint64) (string, bool) {
+	if s, ok := c.Target.(ompd.Symbolizer); ok {
+		return s.SymbolAt(addr)
+	}
+	return "", false
+}
+
+func (c *countingTarget) BitField(typeName, field string) (uint64, uint64, error) {
+	if l, ok := c.Target.(target.BitFieldLocator); ok {
+		return l.BitField(typeName, field)
+	}
+	return 0, 0, fmt.Errorf("bit-field %s.%s: %w", typeName, field, target.ErrUnsupported)
+}
+
+// cachedTarget serves reads from a page cache that is never dropped: after
+// a first pass every read is a map lookup and a copy.
+type cachedTarget struct {
+	target.Target
+	mu    sync.Mutex
+	pages map[uint64][]byte // nil entry: the page cannot be read whole
+}
+
+func newCachedTarget(t target.Target) *cachedTarget {
+	return &cachedTarget{Target: t, pages: map[uint64][]byte{}}
+}
+
+func (c *cachedTarget) ReadMemory(buf []byte, addr uint64) error {
+	const page = 4096
+	for done := 0; done < len(buf); {
+		at := addr + uint64(done)
+		pg, off := at&^(page-1), int(at%page)
+		n := min(len(buf)-done, page-off)
+		c.mu.Lock()
+		p, ok := c.pages[pg]
+		c.mu.Unlock()
+		if !ok {
+			p = make([]byte, page)
+			if err := c.Target.ReadMemory(p, pg); err != nil {
+				p = nil
+			}
+			c.mu.Lock()
+			c.pages[pg] = p
+			c.mu.Unlock()
+		}
+		if p == nil { // a partly readable page: read exactly, uncached
+			if err := c.Target.ReadMemory(buf[done:done+n], at); err != nil {
+				return err
+			}
+		} else {
+			copy(buf[done:done+n], p[off:])
+		}
+		done += n
+	}
+	return nil
+}
+
+func (c *cachedTarget) SymbolAt(addr uint64) (string, bool) {
+	if s, ok := c.Target.(ompd.Symbolizer); ok {
+		return s.SymbolAt(addr)
+	}
+	return "", false
+}
+
+func (c *cachedTarget) BitField(typeName, field string) (uint64, uint64, error) {
+	if l, ok := c.Target.(target.BitFieldLocator); ok {
+		return l.BitField(typeName, field)
+	}
+	return 0, 0, fmt.Errorf("bit-field %s.%s: %w", typeName, field, target.ErrUnsupported)
+}
+
+// maxChain bounds the chains the libompd walk follows, as in the differential test.
+const maxChain = chainLimit
+
+// libompdSnapshot asks libompd what ompd.AddressSpace.Snapshot gathers:
+// the OpenMP version, the address-space ICVs, the display control
+// variables, and for every OpenMP thread (found, as libompd must, through
+// ompd_get_thread_handle for every OS thread) its pthread id, state and
+// wait id, thread ICVs, parallel region chain (level, active level, team
+// size, entry function through the region's implicit task 0), current
+// task ICVs and generating task chain (function, frames, final and
+// implicit flags). It returns the number of OpenMP threads. Answers that
+// libompd refuses are not errors; failed calls of another kind are.
+func libompdSnapshot(las *libompd.AddressSpace, osThreads []target.Thread) (int, error) {
+	icvs, err := las.ICVs()
+	if err != nil {
+		return 0, err
+	}
+	soft := func(err error) error {
+		switch libompd.Code(err) {
+		case libompd.OK, libompd.Unavailable, libompd.Unsupported, libompd.Incomplete,
+			libompd.Incompatible, libompd.BadInput, libompd.NeedsStateTracking:
+			return nil
+		}
+		return err
+	}
+	// String ICVs and list ICVs are read as strings, the others as
+	// integers: libompd refuses the other form.
+	asString := map[string]bool{"run-sched-var": true, "nthreads-var": true, "bind-var": true,
+		"affinity-format-var": true, "tool-libraries-var": true, "tool-verbose-init-var": true}
+	read := func(h interface {
+		ICV(uint64) (int64, error)
+		ICVString(uint64) (string, error)
+	}, scope libompd.Scope) error {
+		for _, i := range icvs {
+			if i.Scope != scope {
+				continue
+			}
+			var err error
+			if asString[i.Name] {
+				_, err = h.ICVString(i.ID)
+			} else {
+				_, err = h.ICV(i.ID)
+			}
+			if err := soft(err); err != nil {
+				return fmt.Errorf("ICV %s: %w", i.Name, err)
+			}
+		}
+		return nil
+	}
+	if _, err := las.OMPVersion(); err != nil {
+		return 0, err
+	}
+	if err := read(las, libompd.ScopeAddressSpace); err != nil {
+		return 0, err
+	}
+	if _, err := las.DisplayControlVars(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ot := range osThreads {
+		th, err := las.ThreadHandle(libompd.PthreadID, ot.Pointer)
+		if libompd.Code(err) == libompd.Unavailable {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+		if err := libompdThread(las, th, read, soft); err != nil {
+			th.Release()
+			return n, fmt.Errorf("thread %d: %w", ot.ID, err)
+		}
+		if err := th.Release(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+type icvReader func(h interface {
+	ICV(uint64) (int64, error)
+	ICVString(uint64) (string, error)
+}, scope libompd.Scope) error
+
+func libompdThread(las *libompd.AddressSpace, th *libompd.Thread, read icvReader, soft func(error) error) error {
+	if _, err := th.PthreadID(); err != nil {
+		return err
+	}
+	if _, _, err := th.State(); soft(err) != nil {
+		return err
+	}
+	if err := read(th, libompd.ScopeThread); err != nil {
+		return err
+	}
+	p, err := th.CurrParallel()
+	for i := 0; err == nil && i < maxChain; i++ {
+		for _, f := range []func() (int64, error){p.Level, p.ActiveLevel, p.NumThreads} {
+			if _, err := f(); soft(err) != nil {
+				p.Release()
+				return err
+			}
+		}
+		if t0, err := p.TaskIn(0); err == nil {
+			_, err = t0.Function()
+			t0.Release()
+			if soft(err) != nil {
+				p.Release()
+				return err
+			}
+		}
+		var e *libompd.Parallel
+		e, err = p.Enclosing()
+		p.Release()
+		p = e
+	}
+	if soft(err) != nil {
+		return err
+	}
+	final, _ := las.ICVByName("final-task-var")
+	implicit, _ := las.ICVByName("implicit-task-var")
+	tk, err := th.CurrTask()
+	if err == nil {
+		if err := read(tk, libompd.ScopeTask); err != nil {
+			tk.Release()
+			return err
+		}
+	}
+	for i := 0; err == nil && i < maxChain; i++ {
+		if _, err := tk.Function(); soft(err) != nil {
+			tk.Release()
+			return err
+		}
+		if _, _, err := tk.Frame(); soft(err) != nil {
+			tk.Release()
+			return err
+		}
+		for _, id := range []uint64{final.ID, implicit.ID} {
+			if _, err := tk.ICV(id); soft(err) != nil {
+				tk.Release()
+				return err
+			}
+		}
+		var g *libompd.Task
+		g, err = tk.Generating()
+		tk.Release()
+		tk = g
+	}
+	if soft(err) != nil {
+		return err
+	}
+	return nil
+}

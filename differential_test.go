@@ -1,0 +1,1373 @@
+package ompd_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/libompd"
+	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// TestDifferential asks LLVM's libompd (through the cgo harness of
+// internal/libompd) and this package the same questions about the core
+// file of every fixture program, and checks that every answer agrees,
+// except the reference's known faults listed in knownFaults. Where an
+// answer differs, ours must match what the program itself recorded (the
+// fixture's truth); where the program recorded something, ours must match
+// it anyway.
+//
+// The questions: every OS thread's OpenMP thread handle (by pthread id, as
+// libompd finds threads, and by LWP), pthread id, state and wait id; its
+// parallel region chain from the innermost region out (levels, active
+// levels, team sizes, entry functions; the threads and implicit tasks of
+// each region); its task chain through generating tasks (functions, frames,
+// scheduling tasks, parallel regions); every ICV at every scope, in integer
+// and string form; plus the address-space answers (OpenMP version, display
+// control variables, the ICV and state enumerations).
+//
+// Without the runtime, libompd or gdb the test skips, or fails with
+// CI=true.
+func TestDifferential(t *testing.T) {
+	for _, fx := range []struct {
+		name string
+		args []string
+	}{
+		{fixtures.Nested, nil},
+		{fixtures.Serialized, nil},
+		{fixtures.Tasks, nil},
+		{fixtures.ICVs, nil},
+		{fixtures.Many, nil},
+		{fixtures.Many, []string{"16", "spin"}},
+	} {
+		t.Run(strings.Join(append([]string{fx.name}, fx.args...), "-"), func(t *testing.T) {
+			lib := loadLibompd(t)
+			f := openFixture(t, fx.name, fx.args...)
+			diffFixture(t, lib, f)
+		})
+	}
+}
+
+// loadLibompd loads the libompd.so built with the fixtures' runtime. A
+// missing runtime ends the test as fixtures.Unavailable says (a failure
+// with CI=true).
+func loadLibompd(tb testing.TB) *libompd.Library {
+	tb.Helper()
+	info := fixtures.Runtime(tb)
+	lib, err := libompd.Load(info.LibOMPD)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lib
+}
+
+// fixture is a fixture stopped and dumped to a core file, opened as a
+// target.
+type fixture struct {
+	stop   *fixtures.Stop
+	target *core.Core
+}
+
+func openFixture(tb testing.TB, name string, args ...string) *fixture {
+	tb.Helper()
+	stop := fixtures.Core(tb, name, args...)
+	c, err := core.Open(stop.Exe, stop.Core)
+	if err != nil {
+		tb.Fatalf("core.Open(%s, %s): %v", stop.Exe, stop.Core, err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &fixture{stop: stop, target: c}
+}
+
+// ---- answers ---------------------------------------------------------------
+
+// answer is one side's answer to a question: a value, or an OMPD return code
+// (with, for ompd_rc_incomplete, the value that came with it).
+type answer struct {
+	val string
+	rc  string // "" when the call succeeded, else the code without "ompd_rc_"
+}
+
+func (a answer) String() string {
+	switch {
+	case a.rc == "":
+		return a.val
+	case a.val != "":
+		return "rc:" + a.rc + "(" + a.val + ")"
+	}
+	return "rc:" + a.rc
+}
+
+func (a answer) ok() bool { return a.rc == "" }
+
+// ourRC maps this package's errors to OMPD return codes.
+func ourRC(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ompd.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, ompd.ErrStaleHandle):
+		return "stale_handle"
+	case errors.Is(err, ompd.ErrBadInput):
+		return "bad_input"
+	case errors.Is(err, ompd.ErrUnsupported):
+		return "unsupported"
+	case errors.Is(err, ompd.ErrNeedsStateTracking):
+		return "needs_state_tracking"
+	case errors.Is(err, ompd.ErrIncompatible):
+		return "incompatible"
+	case errors.Is(err, ompd.ErrReadFailed):
+		return "device_read_error"
+	case errors.Is(err, ompd.ErrWriteFailed):
+		return "device_write_error"
+	}
+	return "error"
+}
+
+func ours(val string, err error) answer {
+	if err != nil {
+		return answer{rc: ourRC(err)}
+	}
+	return answer{val: val}
+}
+
+func theirs(val string, err error) answer {
+	if err == nil {
+		return answer{val: val}
+	}
+	rc := strings.TrimPrefix(libompd.Code(err).String(), "ompd_rc_")
+	if libompd.Code(err) == libompd.Incomplete {
+		return answer{val: val, rc: rc}
+	}
+	return answer{rc: rc}
+}
+
+func hex(v uint64) string { return fmt.Sprintf("%#x", v) }
+
+// ---- the program's truth ---------------------------------------------------
+
+// truth checks our answer against what the program recorded.
+type truth struct {
+	desc string // what the program recorded, for messages
+	ok   func(answer) bool
+}
+
+func truthIs(desc string, want answer) *truth {
+	return &truth{desc: fmt.Sprintf("%s: %v", desc, want), ok: func(a answer) bool { return a == want }}
+}
+
+func truthVal(desc, want string) *truth { return truthIs(desc, answer{val: want}) }
+
+func boolVal(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// ---- the reference's known faults ------------------------------------------
+
+// allFixtures are the fixtures TestDifferential runs.
+var allFixtures = []string{fixtures.Nested, fixtures.Serialized, fixtures.Tasks, fixtures.ICVs, fixtures.Many}
+
+// knownFault is a question on which LLVM's libompd 19 is known to answer
+// wrong. A difference on it is tolerated only in the fixtures listed, only
+// when libompd gives the answer listed, and only if our answer matches the
+// program's truth; a listed fault that does not show in a fixture fails the
+// test too, so the list cannot go stale.
+type knownFault struct {
+	fixtures []string
+	question string
+	// lib is libompd's answer: "rc:<code>", "=<value>" (that wrong
+	// value), "value" (some wrong value), or "absent" (a chain element
+	// it skips).
+	lib    string
+	reason string
+}
+
+var knownFaults = []*knownFault{
+	{allFixtures, "parallel.enclosing(outermost)", "rc:unsupported",
+		"the enclosing region of the outermost (level 0) region: libompd dereferences the null t_parent and answers " +
+			"ompd_rc_unsupported; the specification's answer for 'there is none' is ompd_rc_unavailable"},
+	{allFixtures, "task.generating(outermost)", "rc:unsupported",
+		"the generating task of the initial task: libompd dereferences the null td_parent and answers " +
+			"ompd_rc_unsupported instead of ompd_rc_unavailable"},
+	{allFixtures, "task.function(level 0)", "=0x0",
+		"the initial task (and so the level-0 region, whose function is its implicit task's) runs no " +
+			"outlined function: libompd returns the level-0 team's t_pkfn, 0, as a successful answer; ours " +
+			"says unavailable"},
+	{allFixtures, "task.frame.exit-flags", "=0x0",
+		"ompd_get_task_frame leaves frame_flag unset (the harness zeroes it, so libompd answers 0); " +
+			"ours reports the runtime's flags (runtime or application, framepointer)"},
+	{allFixtures, "task.frame.enter-flags", "=0x0",
+		"as for the exit frame: libompd never sets frame_flag"},
+	{allFixtures, "task.scheduling(implicit)", "rc:unavailable",
+		"libompd reads ompt_task_info.scheduling_parent, which the runtime sets for explicit tasks only, so it " +
+			"answers unavailable for every implicit task; ours gives the task the region's primary thread " +
+			"interrupted (the encountering task) for a primary thread's implicit task and for each enclosing " +
+			"serialized level"},
+	{allFixtures, "task.scheduling-chain(implicit)", "rc:unavailable",
+		"the same fault, met when following the scheduling chain from the current task: it ends at the " +
+			"first implicit task in libompd"},
+	{[]string{fixtures.Serialized}, "parallel.chain", "absent",
+		"nested serialized levels share one serial team: libompd's handle of the innermost one carries the " +
+			"lw-taskteam of the level above, and its enclosing region skips that level (levels 5, 3, 2, 1, 0 " +
+			"where the program is at 5, 4, 3, 2, 1, 0)"},
+	{[]string{fixtures.Serialized}, "task.chain", "absent",
+		"the same fault on the task side: the generating task of the innermost serialized implicit task " +
+			"skips the implicit task of the level above"},
+	{[]string{fixtures.Serialized}, "task.handle-compare", "=false",
+		"the same fault seen through handle identity: the current task's handle carries the lw-taskteam of " +
+			"the level above, the handle ompd_get_task_in_parallel makes for the same implicit task carries " +
+			"none, and ompd_task_handle_compare compares the lw-taskteams too: the thread's own implicit task " +
+			"compares unequal to itself"},
+	{[]string{fixtures.Serialized}, "task.function(serialized)", "rc:bad_input",
+		"ompd_get_task_function refuses task handles that carry a lw-taskteam (\"We need to decide what we do " +
+			"here\"): the implicit task of a nested serialized region"},
+	{[]string{fixtures.Serialized}, "task.frame.exit", "value",
+		"the frames of the innermost serialized implicit task are read from the lw-taskteam of the level " +
+			"above: libompd reports the enclosing level's frames, one level off"},
+	{[]string{fixtures.Serialized}, "task.frame.enter", "value",
+		"as for the exit frame: the enclosing level's enter frame"},
+	{allFixtures, "icv(integer).string", "rc:unsupported",
+		"libompd gives string forms of run-sched-var, nthreads-var, bind-var and the three string ICVs only; " +
+			"ompd_get_icv_string_from_scope refuses every integer ICV"},
+	{allFixtures, "icv(string).integer", "rc:incompatible",
+		"libompd answers ompd_rc_incompatible for the integer form of run-sched-var, affinity-format-var, " +
+			"tool-libraries-var and tool-verbose-init-var; ours gives the schedule kind as omp_get_schedule " +
+			"does, and ompd_rc_unsupported for the text ICVs"},
+	{[]string{fixtures.Nested, fixtures.Serialized, fixtures.Tasks, fixtures.Many}, "icv(nthreads-var).integer", "rc:incomplete",
+		"without an OMP_NUM_THREADS list __kmp_nested_nth.used is 0, and libompd tests level < used - 1 " +
+			"in unsigned arithmetic: it always answers ompd_rc_incomplete (with the right first element)"},
+	{[]string{fixtures.ICVs}, "icv(bind-var).integer", "rc:incomplete",
+		"bind-var (OMP_PROC_BIND=spread,close) is a list with more elements below level 0: libompd answers " +
+			"ompd_rc_incomplete with the first element, where ours gives the first element (the string form " +
+			"has the list)"},
+	{allFixtures, "as.display-control-vars", "value",
+		"the runtime writes ompd_env_block before it reads the environment, so the block holds defaults " +
+			"(OMP_STACKSIZE=4M where the program runs with 256K); libompd returns the block as is, ours " +
+			"corrects the variables whose values it can read from the runtime"},
+	{allFixtures, "as.states", "value",
+		"ompd_enumerate_states lacks ompt_state_wait_barrier_implementation (0x15) and " +
+			"ompt_state_wait_barrier_teams (0x16) of OpenMP 5.1"},
+}
+
+func (f *knownFault) matches(fixture, question string, lib answer) bool {
+	if f.question != question || !slices.Contains(f.fixtures, fixture) {
+		return false
+	}
+	if want, ok := strings.CutPrefix(f.lib, "="); ok {
+		return lib == answer{val: want}
+	}
+	switch f.lib {
+	case "value":
+		return lib.ok() && lib.val != "absent"
+	case "absent":
+		return lib == answer{val: "absent"}
+	}
+	return lib.String() == f.lib || (lib.rc != "" && "rc:"+lib.rc == f.lib)
+}
+
+// ---- comparing -------------------------------------------------------------
+
+// differ compares the answers to the questions about one fixture.
+type differ struct {
+	t       *testing.T
+	fixture string
+	used    map[*knownFault]int
+	n       int // questions asked
+	truths  int // questions with the program's truth
+	errs    int
+}
+
+const maxErrors = 50 // per fixture, so that one fault does not flood the log
+
+func (d *differ) errorf(format string, args ...any) {
+	d.t.Helper()
+	d.errs++
+	if d.errs <= maxErrors {
+		d.t.Errorf(format, args...)
+	} else if d.errs == maxErrors+1 {
+		d.t.Errorf("more differences left out")
+	}
+}
+
+// check compares our answer and libompd's to one question. question names
+// the kind of question (what knownFaults match on), where says which
+// instance of it (for messages). tr, if not nil, is what the program
+// recorded: our answer must match it.
+func (d *differ) check(question, where string, our, lib answer, tr *truth) {
+	d.t.Helper()
+	d.n++
+	if tr != nil {
+		d.truths++
+	}
+	if tr != nil && !tr.ok(our) {
+		d.errorf("%s: %s: ours %v contradicts the program (%s); libompd says %v", where, question, our, tr.desc, lib)
+	}
+	if our == lib {
+		return
+	}
+	for _, f := range knownFaults {
+		if f.matches(d.fixture, question, lib) {
+			d.used[f]++
+			if tr == nil {
+				d.errorf("%s: %s: ours %v, libompd %v (known fault), but no truth to check ours against", where, question, our, lib)
+			}
+			return
+		}
+	}
+	d.errorf("%s: %s: ours %v, libompd %v", where, question, our, lib)
+}
+
+// finish reports the known faults listed for the fixture that did not show.
+func (d *differ) finish() {
+	d.t.Helper()
+	for _, f := range knownFaults {
+		if slices.Contains(f.fixtures, d.fixture) && d.used[f] == 0 {
+			d.errorf("known fault %q (libompd %s) did not show in %s: remove the fixture from its entry", f.question, f.lib, d.fixture)
+		}
+	}
+	tolerated := 0
+	for _, n := range d.used {
+		tolerated += n
+	}
+	d.t.Logf("%d questions (%d checked against the program's truth), %d tolerated differences (known libompd faults)", d.n, d.truths, tolerated)
+}
+
+// ---- the walk --------------------------------------------------------------
+
+// session holds both sides' address spaces of one fixture.
+type session struct {
+	d      *differ
+	fx     *fixture
+	tr     *fixtures.Truth
+	as     *ompd.AddressSpace
+	las    *libompd.AddressSpace
+	thOff  uint64 // offset of kmp_base_info_t in kmp_info_t (libompd's thread handles point there)
+	teamT  uint64 // offset of kmp_base_team_t in kmp_team_t (libompd's parallel handles point there)
+	rel    []interface{ Release() error }
+	region map[ompd.Parallel]*libompd.Parallel // regions whose threads and tasks were compared
+}
+
+func (s *session) keep(h interface{ Release() error }) { s.rel = append(s.rel, h) }
+
+func diffFixture(t *testing.T, lib *libompd.Library, fx *fixture) {
+	as, err := ompd.Open(fx.target)
+	if err != nil {
+		t.Fatalf("ompd.Open: %v", err)
+	}
+	defer as.Close()
+	las, err := lib.ProcessInitialize(fx.target)
+	if err != nil {
+		t.Fatalf("libompd: %v", err)
+	}
+	s := &session{
+		d:      &differ{t: t, fixture: fx.stop.Name, used: map[*knownFault]int{}},
+		fx:     fx,
+		tr:     fx.stop.Truth,
+		as:     as,
+		las:    las,
+		region: map[ompd.Parallel]*libompd.Parallel{},
+	}
+	defer func() {
+		for i := len(s.rel) - 1; i >= 0; i-- {
+			if err := s.rel[i].Release(); err != nil {
+				t.Errorf("release: %v", err)
+			}
+		}
+		if err := las.Release(); err != nil {
+			t.Errorf("release address space: %v", err)
+		}
+	}()
+	s.thOff = s.tableEntry("ompd_access__kmp_info_t__th")
+	s.teamT = s.tableEntry("ompd_access__kmp_team_p__t")
+
+	s.addressSpace()
+	osThreads, err := fx.target.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(osThreads) != len(s.tr.Threads) {
+		t.Errorf("the core has %d threads, the truth %d", len(osThreads), len(s.tr.Threads))
+	}
+	for _, th := range osThreads {
+		s.thread(th)
+	}
+	s.d.finish()
+}
+
+// tableEntry reads one of the runtime's OMPD layout table entries.
+func (s *session) tableEntry(sym string) uint64 {
+	addr, err := s.fx.target.LookupSymbol(sym)
+	if err != nil {
+		s.d.t.Fatalf("%s: %v", sym, err)
+	}
+	var b [8]byte
+	if err := s.fx.target.ReadMemory(b[:], addr); err != nil {
+		s.d.t.Fatalf("%s: %v", sym, err)
+	}
+	return s.fx.target.ByteOrder().Uint64(b[:])
+}
+
+// specStates are the thread states of OpenMP 5.1 (ompt_state_t), as
+// ompd_enumerate_states should list them.
+var specStates = "0x102:undefined 0x0:work_serial 0x1:work_parallel 0x2:work_reduction 0x10:wait_barrier " +
+	"0x11:wait_barrier_implicit_parallel 0x12:wait_barrier_implicit_workshare 0x13:wait_barrier_implicit " +
+	"0x14:wait_barrier_explicit 0x15:wait_barrier_implementation 0x16:wait_barrier_teams 0x20:wait_taskwait " +
+	"0x21:wait_taskgroup 0x40:wait_mutex 0x41:wait_lock 0x42:wait_critical 0x43:wait_atomic 0x44:wait_ordered " +
+	"0x80:wait_target 0x81:wait_target_map 0x82:wait_target_update 0x100:idle 0x101:overhead"
+
+func (s *session) addressSpace() {
+	d, where := s.d, "address space"
+
+	ov, oerr := s.as.OpenMPVersion()
+	lv, lerr := s.las.OMPVersion()
+	d.check("as.omp-version", where, ours(strconv.Itoa(ov), oerr), theirs(strconv.FormatInt(lv, 10), lerr), nil)
+
+	// The enumerations: same ids, names and scopes.
+	var o, l []string
+	for _, id := range ompd.ICVs() {
+		o = append(o, fmt.Sprintf("%d:%s:%d", int(id), id.Name(), int(id.Scope())))
+	}
+	icvs, err := s.las.ICVs()
+	for _, i := range icvs {
+		l = append(l, fmt.Sprintf("%d:%s:%d", i.ID, i.Name, int(i.Scope)))
+	}
+	d.check("as.icvs", where, answer{val: strings.Join(o, " ")}, theirs(strings.Join(l, " "), err), nil)
+	o, l = nil, nil
+	for _, st := range ompd.States() {
+		o = append(o, fmt.Sprintf("%#x:%v", int64(st), st))
+	}
+	states, err := s.las.States()
+	for _, st := range states {
+		l = append(l, fmt.Sprintf("%#x:%s", st.Value, strings.TrimPrefix(st.Name, "ompt_state_")))
+	}
+	d.check("as.states", where, answer{val: strings.Join(o, " ")}, theirs(strings.Join(l, " "), err),
+		truthVal("the thread states of OpenMP 5.1", specStates))
+
+	// The display control variables. Both read the runtime's
+	// ompd_env_block, NAME=value lines; the runtime fills it
+	// (__kmp_env_dump) before it reads the environment
+	// (__kmp_env_initialize), so it holds defaults. Ours corrects the
+	// values it can read from the runtime's globals; libompd passes the
+	// block on. So: the block as read must agree, and the corrected lines
+	// must agree with what the program ran with (its OMP_DISPLAY_ENV
+	// output where it printed one, else its environment).
+	var raw, shown []string
+	vars, oerr := s.as.DisplayControlVars()
+	for _, v := range vars {
+		shown = append(shown, v.Raw)
+		if v.Corrected {
+			raw = append(raw, v.RuntimeRaw)
+		} else {
+			raw = append(raw, v.Raw)
+		}
+	}
+	lvars, lerr := s.las.DisplayControlVars()
+	lib := theirs(strings.Join(lvars, "\n"), lerr)
+	d.check("as.display-control-vars(block)", where, ours(strings.Join(raw, "\n"), oerr), lib, nil)
+	d.check("as.display-control-vars", where, ours(strings.Join(shown, "\n"), oerr), lib, s.displayTruth(vars))
+
+	s.icvs(where, ompd.ScopeAddressSpace, s.as, s.las, s.addressSpaceTruth)
+}
+
+// displayTruth checks our corrected display variables against the
+// program's OMP_DISPLAY_ENV output (icvs fixture) or its environment.
+// Variables the program shows nothing of are not checked.
+func (s *session) displayTruth(vars []ompd.ControlVar) *truth {
+	want := map[string]string{}
+	for k, v := range s.tr.Env {
+		want[k] = v
+	}
+	for _, line := range s.tr.Display {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "[host]"))
+		if name, val, ok := strings.Cut(line, "="); ok {
+			want[name] = strings.Trim(val, "'")
+		}
+	}
+	var bad []string
+	checked := 0
+	for _, v := range vars {
+		w, ok := want[v.Name]
+		if !v.Corrected || !ok {
+			continue
+		}
+		checked++
+		if !strings.EqualFold(w, v.Value) {
+			bad = append(bad, fmt.Sprintf("%s=%s (program: %s)", v.Name, v.Value, w))
+		}
+	}
+	return &truth{desc: fmt.Sprintf("the program's settings (%d corrected variables checked; wrong: %s)", checked, strings.Join(bad, ", ")),
+		ok: func(answer) bool { return len(bad) == 0 }}
+}
+
+// ---- ICVs ------------------------------------------------------------------
+
+// icvClass is how libompd treats an ICV: "integer", "list" (integer, but
+// the value may be a list: libompd says incomplete) or "string".
+func icvClass(name string) string {
+	switch name {
+	case "nthreads-var", "bind-var":
+		return "list"
+	case "run-sched-var", "affinity-format-var", "tool-libraries-var", "tool-verbose-init-var":
+		return "string"
+	}
+	return "integer"
+}
+
+type libICVScope interface {
+	ICV(uint64) (int64, error)
+	ICVString(uint64) (string, error)
+}
+
+// icvTruth gives the program's truth for an ICV's integer form (str
+// false) or string form (str true), or nil.
+type icvTruth func(name string, str bool) *truth
+
+// icvs compares every ICV of one scope in both forms. Where the program
+// recorded nothing about an ICV, the reference for our answer to a question
+// libompd gets wrong is libompd's own answer in the other form: the integer
+// in decimal for the string form of an integer ICV; the first element of
+// the string for the integer form of a list ICV; the kind the schedule
+// string names for run-sched-var. Text ICVs have no integer form.
+func (s *session) icvs(where string, scope ompd.ScopeKind, o ompd.Scope, l libICVScope, tr icvTruth) {
+	for _, id := range ompd.ICVs() {
+		if id.Scope() != scope {
+			continue
+		}
+		name, class := id.Name(), icvClass(id.Name())
+		w := where + " " + name
+		ov, oerr := o.ICV(id)
+		lv, lerr := l.ICV(uint64(id))
+		oi, li := ours(strconv.FormatInt(ov, 10), oerr), theirs(strconv.FormatInt(lv, 10), lerr)
+		ostr, oerr := o.ICVString(id)
+		lstr, lerr := l.ICVString(uint64(id))
+		os, ls := ours(ostr, oerr), theirs(lstr, lerr)
+
+		intTr, strTr := tr(name, false), tr(name, true)
+		switch class {
+		case "integer":
+			if strTr == nil && li.ok() {
+				strTr = truthVal("libompd's integer answer, in decimal", li.val)
+			}
+		case "list":
+			if intTr == nil && ls.ok() {
+				first, _, _ := strings.Cut(ls.val, ",")
+				intTr = truthVal("the first element of libompd's list", first)
+			}
+		case "string":
+			if intTr == nil && name == "run-sched-var" && ls.ok() {
+				if k, ok := schedKind(ls.val); ok {
+					intTr = truthVal(fmt.Sprintf("the kind of libompd's schedule %q", ls.val), strconv.FormatInt(k, 10))
+				}
+			} else if intTr == nil && name != "run-sched-var" {
+				intTr = truthIs("a text ICV has no integer form", answer{rc: "unsupported"})
+			}
+		}
+		question := "icv(" + class + ")"
+		if class == "list" {
+			question = "icv(" + name + ")"
+		}
+		s.d.check(question+".integer", w, oi, li, intTr)
+		s.d.check(question+".string", w, os, ls, strTr)
+	}
+}
+
+// schedKind maps a schedule as libompd writes it ("monotonic:dynamic,7")
+// to what omp_get_schedule returns: the omp_sched_t kind, with the
+// monotonic bit.
+func schedKind(s string) (int64, bool) {
+	var k int64
+	if rest, ok := strings.CutPrefix(s, "monotonic:"); ok {
+		k, s = 0x80000000, rest
+	}
+	s = strings.TrimPrefix(s, "nonmonotonic:")
+	kind, _, _ := strings.Cut(s, ",")
+	switch kind {
+	case "static":
+		return k | 1, true
+	case "dynamic":
+		return k | 2, true
+	case "guided":
+		return k | 3, true
+	case "auto":
+		return k | 4, true
+	}
+	return 0, false
+}
+
+// addressSpaceTruth: what the icvs fixture recorded with the omp API, and
+// what every fixture's environment sets.
+func (s *session) addressSpaceTruth(name string, str bool) *truth {
+	var icv *fixtures.ICV
+	for i := range s.tr.Threads {
+		if s.tr.Threads[i].ICV != nil {
+			icv = s.tr.Threads[i].ICV
+			break
+		}
+	}
+	// The string form of an integer ICV is the number in decimal.
+	val := truthVal
+	switch name {
+	case "debug-var":
+		if s.tr.Env["OMP_DEBUG"] == "enabled" {
+			return val("OMP_DEBUG=enabled", "1")
+		}
+	case "stacksize-var":
+		if s.tr.Env["OMP_STACKSIZE"] == "256K" {
+			return val("OMP_STACKSIZE=256K", "262144")
+		}
+	}
+	if icv == nil {
+		return nil
+	}
+	switch name {
+	case "num-procs-var", "ompd-num-procs-var":
+		return val("omp_get_num_procs()", strconv.Itoa(icv.NumProcs))
+	case "cancel-var":
+		return val("omp_get_cancellation()", boolVal(icv.Cancellation))
+	case "max-task-priority-var":
+		return val("omp_get_max_task_priority()", strconv.Itoa(icv.MaxTaskPriority))
+	case "affinity-format-var":
+		if str {
+			return val("omp_get_affinity_format()", icv.AffinityFormat)
+		}
+	}
+	return nil
+}
+
+// ---- threads ---------------------------------------------------------------
+
+func (s *session) thread(ot target.Thread) {
+	d := s.d
+	tt := s.tr.ThreadByTID(int(ot.ID))
+	where := fmt.Sprintf("thread %d", ot.ID)
+	if tt != nil {
+		where += " (" + tt.Role + ")"
+	}
+	isOpenMP := &truth{desc: "the program recorded it as an OpenMP thread", ok: func(a answer) bool { return a.ok() == (tt != nil) }}
+
+	oth, oerr := s.as.ThreadByOSThread(ompd.PthreadID, ot.Pointer)
+	lth, lerr := s.las.ThreadHandle(libompd.PthreadID, ot.Pointer)
+	oa, la := ours("", oerr), theirs("", lerr)
+	if oerr == nil {
+		oa.val = hex(oth.Addr() + s.thOff)
+	}
+	if lerr == nil {
+		la.val = hex(lth.Addr())
+		s.keep(lth)
+	}
+	d.check("thread.handle(pthread)", where, oa, la, isOpenMP)
+
+	olwp, oerr := s.as.ThreadByOSThread(ompd.LWPID, ot.ID)
+	llwp, lerr := s.las.ThreadHandle(libompd.LWPID, ot.ID)
+	oa, la = ours("", oerr), theirs("", lerr)
+	if oerr == nil {
+		oa.val = hex(olwp.Addr() + s.thOff)
+	}
+	if lerr == nil {
+		la.val = hex(llwp.Addr())
+		s.keep(llwp)
+	}
+	d.check("thread.handle(lwp)", where, oa, la, isOpenMP)
+	if oth.AddressSpace() == nil || lth == nil {
+		return
+	}
+	if olwp.AddressSpace() != nil && llwp != nil {
+		c, err := lth.Compare(llwp)
+		d.check("thread.handle-compare", where+" pthread vs lwp handle", answer{val: strconv.FormatBool(oth.Equal(olwp))},
+			theirs(strconv.FormatBool(c == 0), err), truthVal("the same thread", "true"))
+	}
+
+	op, oerr := oth.OSThread(ompd.PthreadID)
+	lp, lerr := lth.PthreadID()
+	var tr *truth
+	if tt != nil {
+		tr = truthVal("pthread_self()", strings.ToLower(tt.Pthread))
+	}
+	d.check("thread.id(pthread)", where, ours(hex(op), oerr), theirs(hex(lp), lerr), tr)
+
+	ost, owait, oerr := oth.State()
+	lst, lwait, lerr := lth.State()
+	d.check("thread.state", where, ours(hex(uint64(ost)), oerr), theirs(hex(uint64(lst)), lerr), stateTruth(tt))
+	d.check("thread.wait-id", where, ours(hex(uint64(owait)), oerr), theirs(hex(lwait), lerr), s.waitTruth(tt))
+
+	s.icvs(where, ompd.ScopeThread, oth, lth, s.threadTruth(tt))
+
+	// The chains from the thread's innermost region and current task.
+	s.parallelChain(where, tt, oth, lth)
+	s.taskChain(where, tt, oth, lth)
+}
+
+// stateTruth maps the thread's role to the state it must be in.
+func stateTruth(tt *fixtures.Thread) *truth {
+	if tt == nil {
+		return nil
+	}
+	var want []ompd.State
+	switch tt.Role {
+	case fixtures.RoleStopper, fixtures.RoleWorking:
+		// In user code, inside a parallel region (all fixtures stop at
+		// level 1 or deeper).
+		want = []ompd.State{ompd.StateWorkParallel}
+	case fixtures.RoleBarrier:
+		want = []ompd.State{ompd.StateWaitBarrierExplicit}
+	case fixtures.RoleLock:
+		want = []ompd.State{ompd.StateWaitLock}
+	case fixtures.RoleCritical:
+		// The runtime enters wait_critical, and its queuing lock (the
+		// default lock kind) then overwrites the state with wait_lock
+		// while it waits (kmp_lock.cpp).
+		want = []ompd.State{ompd.StateWaitCritical, ompd.StateWaitLock}
+	default:
+		return nil
+	}
+	return &truth{desc: fmt.Sprintf("role %s: state %v", tt.Role, want), ok: func(a answer) bool {
+		for _, w := range want {
+			if a == (answer{val: hex(uint64(w))}) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// waitTruth: a thread waiting for a lock waits for the program's
+// omp_lock_t, which the runtime's wait id names either directly or (an
+// indirect lock, such as the default queuing lock) through the runtime lock
+// object the omp_lock_t indexes: the runtime's lock code sets the wait id
+// to that object while it waits.
+func (s *session) waitTruth(tt *fixtures.Thread) *truth {
+	if tt == nil || tt.Role != fixtures.RoleLock {
+		return nil
+	}
+	user, err := fixtures.ParseHex(tt.Lock)
+	if err != nil {
+		return nil
+	}
+	want := map[string]bool{hex(user): true}
+	if l, ok := s.indirectLock(user); ok {
+		want[hex(l)] = true
+	}
+	return &truth{desc: fmt.Sprintf("the omp_lock_t waited for, %s, or its runtime lock", tt.Lock), ok: func(a answer) bool {
+		return a.ok() && want[a.val]
+	}}
+}
+
+// indirectLock returns the runtime lock object of an indirect omp_lock_t
+// (kmp_lock.h: the lock word holds index<<1, and __kmp_i_lock_table rows of
+// KMP_I_LOCK_CHUNK kmp_indirect_lock_t hold the lock pointers).
+func (s *session) indirectLock(user uint64) (uint64, bool) {
+	t := s.fx.target
+	ptr := uint64(t.Sizes().Pointer)
+	read := func(addr, n uint64) (uint64, bool) {
+		b := make([]byte, 8)
+		if err := t.ReadMemory(b[:n], addr); err != nil {
+			return 0, false
+		}
+		if n == 4 {
+			return uint64(t.ByteOrder().Uint32(b)), true
+		}
+		return t.ByteOrder().Uint64(b), true
+	}
+	const chunk = 1024 // KMP_I_LOCK_CHUNK
+	poll, ok := read(user, 4)
+	if !ok || poll&1 != 0 {
+		return 0, false // a direct lock
+	}
+	idx := poll >> 1
+	tab, err := t.LookupSymbol("__kmp_i_lock_table")
+	if err != nil {
+		return 0, false
+	}
+	size, err := t.TypeSize("kmp_indirect_lock_t")
+	if err != nil {
+		return 0, false
+	}
+	rows, ok := read(tab, ptr) // kmp_indirect_lock_table_t.table
+	if !ok {
+		return 0, false
+	}
+	row, ok := read(rows+idx/chunk*ptr, ptr)
+	if !ok || row == 0 {
+		return 0, false
+	}
+	return read(row+idx%chunk*size, ptr) // kmp_indirect_lock_t.lock
+}
+
+func (s *session) threadTruth(tt *fixtures.Thread) icvTruth {
+	return func(name string, str bool) *truth {
+		if tt == nil {
+			return nil
+		}
+		switch name {
+		case "thread-num-var", "ompd-thread-num-var":
+			return truthVal("omp_get_thread_num()", strconv.Itoa(tt.ThreadNum))
+		case "nthreads-var":
+			want := strconv.Itoa(tt.MaxThreads)
+			if str {
+				return &truth{desc: "omp_get_max_threads() first: " + want, ok: func(a answer) bool {
+					first, _, _ := strings.Cut(a.val, ",")
+					return a.ok() && first == want
+				}}
+			}
+			return truthVal("omp_get_max_threads()", want)
+		}
+		if tt.ICV == nil {
+			return nil
+		}
+		switch name {
+		case "dyn-var":
+			return truthVal("omp_get_dynamic()", boolVal(tt.ICV.Dynamic))
+		case "default-device-var":
+			return truthVal("omp_get_default_device()", strconv.Itoa(tt.ICV.DefaultDevice))
+		}
+		return nil
+	}
+}
+
+// ---- parallel regions ------------------------------------------------------
+
+// chainLimit bounds the chains followed.
+const chainLimit = 64
+
+func (s *session) parallelChain(where string, tt *fixtures.Thread, oth ompd.Thread, lth *libompd.Thread) {
+	d := s.d
+	var our []ompd.Parallel
+	p, ourEnd := oth.CurrentParallel()
+	for ; ourEnd == nil && len(our) < chainLimit; p, ourEnd = p.Enclosing() {
+		our = append(our, p)
+	}
+	var lib []*libompd.Parallel
+	q, libEnd := lth.CurrParallel()
+	for ; libEnd == nil && len(lib) < chainLimit; q, libEnd = q.Enclosing() {
+		s.keep(q)
+		lib = append(lib, q)
+	}
+
+	// Align the chains on the team each region runs in: ours has one
+	// region per level, libompd may skip some.
+	j := 0
+	for i, p := range our {
+		level := -1
+		if tt != nil && i <= tt.Level {
+			level = tt.Level - i
+		}
+		w := fmt.Sprintf("%s region %d (%v)", where, i, p)
+		if j < len(lib) && lib[j].Addr() == p.Team()+s.teamT {
+			s.parallel(w, tt, level, i == 0, p, lib[j])
+			j++
+			continue
+		}
+		var tr *truth
+		if level >= 0 {
+			tr = truthVal(fmt.Sprintf("the program is at level %d under level %d", tt.Level, level), "present")
+		}
+		d.check("parallel.chain", w, answer{val: "present"}, answer{val: "absent"}, tr)
+	}
+	for ; j < len(lib); j++ {
+		d.check("parallel.chain", fmt.Sprintf("%s libompd region %d (team %#x)", where, j, lib[j].Addr()),
+			answer{val: "absent"}, answer{val: "present"}, nil)
+	}
+	var tr *truth
+	if tt != nil {
+		n := tt.Level + 1
+		tr = &truth{desc: fmt.Sprintf("levels %d..0: %d regions, then none", tt.Level, n), ok: func(a answer) bool {
+			return a.rc == "unavailable" && len(our) == n
+		}}
+	}
+	d.check("parallel.enclosing(outermost)", where, ours("", ourEnd), theirs("", libEnd), tr)
+}
+
+// parallel compares one region. level is the region's nesting level as the
+// program recorded it (-1 if unknown).
+func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermost bool, p ompd.Parallel, q *libompd.Parallel) {
+	d := s.d
+	s.icvs(where, ompd.ScopeParallel, p, q, func(name string, str bool) *truth {
+		if level < 0 {
+			return nil
+		}
+		switch name {
+		case "levels-var":
+			return truthVal("omp_get_level()", strconv.Itoa(level))
+		case "active-levels-var":
+			active := 0
+			for _, a := range tt.Ancestors[1 : level+1] {
+				if a.TeamSize > 1 {
+					active++
+				}
+			}
+			return truthVal("active regions among the ancestors", strconv.Itoa(active))
+		case "team-size-var", "ompd-team-size-var":
+			return truthVal("omp_get_team_size(level)", strconv.Itoa(tt.Ancestors[level].TeamSize))
+		}
+		return nil
+	})
+
+	// libompd has no ompd_get_parallel_function: the entry of a region
+	// is the function of its implicit tasks.
+	of, oerr := p.Function()
+	lf, lerr := uint64(0), error(nil)
+	if t0, err := q.TaskIn(0); err != nil {
+		lerr = err
+	} else {
+		s.keep(t0)
+		lf, lerr = t0.Function()
+	}
+	question, tr := "parallel.function", s.functionTruth(level)
+	if l, err := p.Level(); err == nil && l == 0 {
+		question = "task.function(level 0)"
+	}
+	d.check(question, where, ours(hex(of.Addr), oerr), theirs(hex(lf), lerr), tr)
+
+	if innermost && tt != nil {
+		th, err := p.Thread(tt.ThreadNum)
+		me, _ := p.AddressSpace().ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+		if err != nil || th != me {
+			d.errorf("%s: thread %d of the region is %v (%v), not the thread itself (%v)", where, tt.ThreadNum, th, err, me)
+		}
+	}
+	if _, done := s.region[p]; done {
+		return
+	}
+	s.region[p] = q
+	n, err := p.NumThreads()
+	if err != nil {
+		return // compared above
+	}
+	for i := 0; i <= n; i++ { // one past the end too: both must refuse it
+		w := fmt.Sprintf("%s thread %d", where, i)
+		ot, oerr := p.Thread(i)
+		lt, lerr := q.ThreadIn(i)
+		oa, la := ours("", oerr), theirs("", lerr)
+		if oerr == nil {
+			oa.val = hex(ot.Addr() + s.thOff)
+		}
+		if lerr == nil {
+			la.val = hex(lt.Addr())
+			s.keep(lt)
+		}
+		d.check("parallel.thread", w, oa, la, nil)
+		ok, oerr := p.ImplicitTask(i)
+		lk, lerr := q.TaskIn(i)
+		oa, la = ours("", oerr), theirs("", lerr)
+		if oerr == nil {
+			oa.val = hex(ok.Addr())
+		}
+		if lerr == nil {
+			la.val = hex(lk.Addr())
+			s.keep(lk)
+		}
+		d.check("parallel.implicit-task", w, oa, la, nil)
+	}
+}
+
+// functionTruth checks the entry function of the region (or implicit task)
+// at the given level: clang names the outlined function of a region at
+// level n with n "omp_outlined" parts (main.omp_outlined_debug__.omp_outlined
+// at level 2); the initial task at level 0 runs none.
+func (s *session) functionTruth(level int) *truth {
+	switch {
+	case level == 0:
+		return truthIs("level 0 runs main, not an outlined function", answer{rc: "unavailable"})
+	case level > 0:
+		return &truth{desc: fmt.Sprintf("an outlined function of nesting depth %d", level), ok: func(a answer) bool {
+			addr, err := strconv.ParseUint(strings.TrimPrefix(a.val, "0x"), 16, 64)
+			if !a.ok() || err != nil {
+				return false
+			}
+			sym, ok := s.fx.target.SymbolAt(addr)
+			return ok && strings.Count(sym, "omp_outlined") == level
+		}}
+	}
+	return nil
+}
+
+// ---- tasks -----------------------------------------------------------------
+
+// taskInfo is what the program recorded about one task of a thread's
+// chain, as far as it recorded it.
+type taskInfo struct {
+	label    string         // tasks fixture: the task's label
+	rec      *fixtures.Task // tasks fixture: its record
+	level    int            // implicit tasks: the level of their region (-1 if unknown)
+	explicit bool           // known to be an explicit task
+	current  bool           // the thread's current task
+	thread   *fixtures.Thread
+}
+
+// chainTruth lists what the program recorded about the tasks of the
+// thread's chain, current task first: the explicit tasks (tasks fixture,
+// by their labels), then one implicit task per level from the thread's
+// level to 0.
+func (s *session) chainTruth(tt *fixtures.Thread) []taskInfo {
+	if tt == nil {
+		return nil
+	}
+	var out []taskInfo
+	label := tt.Task
+	for label != "" {
+		rec := s.tr.Task(label)
+		if rec == nil || rec.Kind != "explicit" {
+			break
+		}
+		out = append(out, taskInfo{label: label, rec: rec, level: -1, explicit: true, thread: tt})
+		label = rec.Parent
+	}
+	for l := tt.Level; l >= 0; l-- {
+		ti := taskInfo{level: l, thread: tt}
+		if l == tt.Level && label != "" {
+			ti.label, ti.rec = label, s.tr.Task(label)
+		}
+		out = append(out, ti)
+	}
+	out[0].current = true
+	return out
+}
+
+func (s *session) taskChain(where string, tt *fixtures.Thread, oth ompd.Thread, lth *libompd.Thread) {
+	d := s.d
+	var our []ompd.Task
+	k, ourEnd := oth.CurrentTask()
+	for ; ourEnd == nil && len(our) < chainLimit; k, ourEnd = k.Generating() {
+		our = append(our, k)
+	}
+	var lib []*libompd.Task
+	lk, libEnd := lth.CurrTask()
+	for ; libEnd == nil && len(lib) < chainLimit; lk, libEnd = lk.Generating() {
+		s.keep(lk)
+		lib = append(lib, lk)
+	}
+	infos := s.chainTruth(tt)
+
+	j := 0
+	for i, k := range our {
+		var info *taskInfo
+		if i < len(infos) {
+			info = &infos[i]
+		}
+		w := fmt.Sprintf("%s task %d (%v)", where, i, k)
+		if j < len(lib) && lib[j].Addr() == k.Addr() {
+			var next *ompd.Task
+			if i+1 < len(our) {
+				next = &our[i+1]
+			}
+			s.task(w, info, k, next, lib[j])
+			j++
+			continue
+		}
+		var tr *truth
+		if info != nil {
+			tr = truthVal("the program's task chain has it", "present")
+		}
+		d.check("task.chain", w, answer{val: "present"}, answer{val: "absent"}, tr)
+	}
+	for ; j < len(lib); j++ {
+		d.check("task.chain", fmt.Sprintf("%s libompd task %d (%#x)", where, j, lib[j].Addr()),
+			answer{val: "absent"}, answer{val: "present"}, nil)
+	}
+	var tr *truth
+	if tt != nil {
+		n := len(infos)
+		tr = &truth{desc: fmt.Sprintf("%d tasks down to the initial task, then none", n), ok: func(a answer) bool {
+			return a.rc == "unavailable" && len(our) == n
+		}}
+	}
+	d.check("task.generating(outermost)", where, ours("", ourEnd), theirs("", libEnd), tr)
+	if len(our) > 0 && len(lib) > 0 {
+		s.schedulingChain(where, our, infos, lib[0])
+		s.currentRegion(where, oth, lth, our[0], lib[0])
+	}
+}
+
+// schedulingChain follows the scheduling tasks from the current task in
+// both, as long as they agree.
+func (s *session) schedulingChain(where string, our []ompd.Task, infos []taskInfo, lk *libompd.Task) {
+	at := map[ompd.Task]int{}
+	for i, k := range our {
+		if _, dup := at[k]; !dup {
+			at[k] = i
+		}
+	}
+	k := our[0]
+	for step := 0; step < chainLimit; step++ {
+		var info *taskInfo
+		var next *ompd.Task
+		if i, ok := at[k]; ok {
+			if i < len(infos) {
+				info = &infos[i]
+			}
+			if i+1 < len(our) {
+				next = &our[i+1]
+			}
+		}
+		kind, _ := k.Kind()
+		implicit := kind.Has(ompd.TaskImplicit)
+		os, oerr := k.Scheduling()
+		ls, lerr := lk.Scheduling()
+		oa, la := ours("", oerr), theirs("", lerr)
+		if oerr == nil {
+			oa.val = hex(os.Addr())
+		}
+		if lerr == nil {
+			la.val = hex(ls.Addr())
+			s.keep(ls)
+		}
+		question := "task.scheduling-chain"
+		if implicit {
+			question = "task.scheduling-chain(implicit)"
+		}
+		s.d.check(question, fmt.Sprintf("%s scheduling step %d (%v)", where, step, k), oa, la, s.schedulingTruth(info, implicit, next))
+		if oa != la || !oa.ok() {
+			return
+		}
+		k, lk = os, ls
+	}
+}
+
+// currentRegion compares handles that must name the thread's innermost
+// region: its current parallel region and its current task's region.
+func (s *session) currentRegion(where string, oth ompd.Thread, lth *libompd.Thread, ok ompd.Task, lk *libompd.Task) {
+	op, oerr := oth.CurrentParallel()
+	lp, lerr := lth.CurrParallel()
+	otp, oerr2 := ok.Parallel()
+	ltp, lerr2 := lk.Parallel()
+	if oerr != nil || lerr != nil || oerr2 != nil || lerr2 != nil {
+		return // compared elsewhere
+	}
+	s.keep(lp)
+	s.keep(ltp)
+	c, err := lp.Compare(ltp)
+	s.d.check("parallel.handle-compare", where+" current region vs current task's region",
+		answer{val: strconv.FormatBool(op.Equal(otp))}, theirs(strconv.FormatBool(c == 0), err),
+		truthVal("the current task runs in the innermost region", "true"))
+
+	// An implicit current task is the region's implicit task of the
+	// thread's number.
+	kind, err := ok.Kind()
+	n, err2 := oth.Num()
+	if err != nil || err2 != nil || !kind.Has(ompd.TaskImplicit) {
+		return
+	}
+	oi, oerr := op.ImplicitTask(n)
+	li, lerr := lp.TaskIn(n)
+	if oerr != nil || lerr != nil {
+		return // compared with the region
+	}
+	s.keep(li)
+	c, err = lk.Compare(li)
+	s.d.check("task.handle-compare", fmt.Sprintf("%s current task vs implicit task %d of the current region", where, n),
+		answer{val: strconv.FormatBool(ok.Equal(oi))}, theirs(strconv.FormatBool(c == 0), err),
+		truthVal("the thread runs its implicit task", "true"))
+}
+
+// task compares one task. next is our next task of the chain (its
+// generating task), or nil.
+func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Task, lk *libompd.Task) {
+	d := s.d
+	kind, _ := k.Kind()
+	implicit := kind.Has(ompd.TaskImplicit)
+	level := -1
+	if info != nil && !info.explicit {
+		level = info.level
+	}
+
+	// Entry function.
+	of, oerr := k.Function()
+	lf, lerr := lk.Function()
+	question := "task.function"
+	switch {
+	case implicit && kind.Has(ompd.TaskInitial):
+		question = "task.function(level 0)"
+	case implicit && lk.LWT() != 0:
+		question = "task.function(serialized)"
+	}
+	var tr *truth
+	if implicit {
+		tr = s.functionTruth(level)
+	}
+	d.check(question, where, ours(hex(of.Addr), oerr), theirs(hex(lf), lerr), tr)
+
+	// Frames.
+	ofr, oerr := k.Frame()
+	lexit, lenter, lerr := lk.Frame()
+	exitTr, enterTr := s.frameTruth(info, k)
+	d.check("task.frame.exit", where, ours(hex(ofr.Exit.Addr), oerr), theirs(hex(lexit.Addr), lerr), exitTr)
+	d.check("task.frame.enter", where, ours(hex(ofr.Enter.Addr), oerr), theirs(hex(lenter.Addr), lerr), enterTr)
+	flagsTr := func(f ompd.FrameInfo) *truth {
+		// Compiled with frame pointers (-O0): every frame address the
+		// runtime records is a frame pointer value.
+		want := uint32(ompd.FrameFramePointer)
+		if f.Addr == 0 {
+			return nil
+		}
+		return &truth{desc: "a frame pointer (the fixtures are built with -O0)", ok: func(a answer) bool {
+			v, err := strconv.ParseUint(strings.TrimPrefix(a.val, "0x"), 16, 32)
+			return a.ok() && err == nil && uint32(v)&0x30 == want
+		}}
+	}
+	d.check("task.frame.exit-flags", where, ours(hex(uint64(ofr.Exit.Flags)), oerr), theirs(hex(uint64(lexit.Flags)), lerr), flagsTr(ofr.Exit))
+	d.check("task.frame.enter-flags", where, ours(hex(uint64(ofr.Enter.Flags)), oerr), theirs(hex(uint64(lenter.Flags)), lerr), flagsTr(ofr.Enter))
+
+	// Scheduling task.
+	os, oerr := k.Scheduling()
+	ls, lerr := lk.Scheduling()
+	oa, la := ours("", oerr), theirs("", lerr)
+	if oerr == nil {
+		oa.val = hex(os.Addr())
+	}
+	if lerr == nil {
+		la.val = hex(ls.Addr())
+		s.keep(ls)
+	}
+	question = "task.scheduling"
+	if implicit {
+		question = "task.scheduling(implicit)"
+	}
+	d.check(question, where, oa, la, s.schedulingTruth(info, implicit, next))
+
+	// The task's region.
+	op, oerr := k.Parallel()
+	lp, lerr := lk.Parallel()
+	oa, la = ours("", oerr), theirs("", lerr)
+	if oerr == nil {
+		oa.val = hex(op.Team() + s.teamT)
+	}
+	if lerr == nil {
+		la.val = hex(lp.Addr())
+		s.keep(lp)
+	}
+	d.check("task.parallel", where, oa, la, nil)
+
+	s.icvs(where, ompd.ScopeTask, k, lk, s.taskTruth(info))
+}
+
+// frameTruth: the current task's exit frame is the runtime frame nearest
+// above the frame where the thread recorded its truth (the tasks fixture
+// records one per task), and a task running user code has no enter frame.
+func (s *session) frameTruth(info *taskInfo, k ompd.Task) (exit, enter *truth) {
+	if info == nil {
+		return nil, nil
+	}
+	var frame string
+	switch {
+	case info.rec != nil:
+		frame = info.rec.Frame
+	case info.current:
+		frame = info.thread.Frame
+	}
+	if f, err := fixtures.ParseHex(frame); err == nil {
+		const near = 64 << 10
+		exit = &truth{desc: fmt.Sprintf("the nearest runtime frame above the task body's frame %s", frame), ok: func(a answer) bool {
+			v, err := strconv.ParseUint(strings.TrimPrefix(a.val, "0x"), 16, 64)
+			return a.ok() && err == nil && v > f && v-f < near
+		}}
+	}
+	if info.current && (info.thread.Role == fixtures.RoleStopper || info.thread.Role == fixtures.RoleWorking) {
+		enter = truthVal("running user code", "0x0")
+	}
+	return exit, enter
+}
+
+// schedulingTruth: a primary thread's implicit task (thread 0 of its team:
+// the serialized levels' too) interrupted the task that encountered the
+// region, its generating task; a worker's implicit task and the initial
+// task interrupted none. The tasks fixture's explicit tasks ran undeferred
+// or in their parent's taskwait: their scheduling task is their
+// generating task.
+func (s *session) schedulingTruth(info *taskInfo, implicit bool, next *ompd.Task) *truth {
+	if info == nil {
+		return nil
+	}
+	gen := answer{rc: "unavailable"}
+	if next != nil {
+		gen = answer{val: hex(next.Addr())}
+	}
+	if implicit {
+		if info.level < 0 {
+			return nil
+		}
+		if info.level == 0 {
+			return truthIs("the initial task interrupted nothing", answer{rc: "unavailable"})
+		}
+		if info.thread.Ancestors[info.level].ThreadNum != 0 {
+			return truthIs(fmt.Sprintf("thread %d of its team at level %d: a worker",
+				info.thread.Ancestors[info.level].ThreadNum, info.level), answer{rc: "unavailable"})
+		}
+		return truthIs(fmt.Sprintf("thread 0 of its team at level %d interrupted its encountering task", info.level), gen)
+	}
+	if info.rec != nil {
+		parent := s.tr.Task(info.rec.Parent)
+		if info.rec.Undeferred || (parent != nil && parent.InTaskwait) {
+			return truthIs(fmt.Sprintf("%s ran undeferred or in %s's taskwait", info.label, info.rec.Parent), gen)
+		}
+	}
+	return nil
+}
+
+func (s *session) taskTruth(info *taskInfo) icvTruth {
+	return func(name string, str bool) *truth {
+		if info == nil {
+			return nil
+		}
+		switch name {
+		case "final-task-var", "ompd-final-var", "ompd-final-task-var":
+			switch {
+			case info.rec != nil:
+				return truthVal("omp_in_final() in the task", boolVal(info.rec.InFinal))
+			case info.current:
+				return truthVal("omp_in_final()", boolVal(info.thread.InFinal))
+			}
+		case "implicit-task-var", "ompd-implicit-var", "ompd-implicit-task-var":
+			if info.rec != nil {
+				return truthVal("the task's kind", boolVal(info.rec.Kind == "implicit"))
+			}
+			if !info.explicit && s.tr.Fixture != fixtures.Tasks {
+				return truthVal("the fixture creates no explicit task", "1")
+			}
+		}
+		icv := info.thread.ICV
+		if !info.current || icv == nil {
+			return nil
+		}
+		switch name {
+		case "thread-limit-var":
+			return truthVal("omp_get_thread_limit()", strconv.Itoa(icv.ThreadLimit))
+		case "max-active-levels-var":
+			return truthVal("omp_get_max_active_levels()", strconv.Itoa(icv.MaxActiveLevels))
+		case "bind-var":
+			want := strconv.Itoa(icv.ProcBindKind)
+			if str {
+				return &truth{desc: "omp_get_proc_bind() first: " + want, ok: func(a answer) bool {
+					first, _, _ := strings.Cut(a.val, ",")
+					return a.ok() && first == want
+				}}
+			}
+			return truthVal("omp_get_proc_bind()", want)
+		case "run-sched-var":
+			if !str {
+				return truthVal("omp_get_schedule() kind", strconv.Itoa(icv.ScheduleKind))
+			}
+			want := fmt.Sprintf("%s,%d", icv.Schedule, icv.ScheduleChunk)
+			return &truth{desc: "omp_get_schedule(): " + want, ok: func(a answer) bool {
+				v := a.val
+				if icv.ScheduleMonotonic {
+					var ok bool
+					if v, ok = strings.CutPrefix(v, "monotonic:"); !ok {
+						return false
+					}
+				}
+				return a.ok() && strings.TrimPrefix(v, "nonmonotonic:") == want
+			}}
+		}
+		return nil
+	}
+}

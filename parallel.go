@@ -68,11 +68,10 @@ func (as *AddressSpace) team(addr uint64) (*teamInfo, error) {
 		return nil, err
 	}
 	l := as.l
-	what := fmt.Sprintf("team %#x", addr)
 	if addr == 0 {
 		return nil, errorf(ErrCorrupt, "null team pointer")
 	}
-	v, err := as.readView(addr+l.teamT, l.teamExtent, what)
+	v, err := as.readView(addr+l.teamT, l.teamExtent, "team")
 	if err != nil {
 		return nil, err
 	}
@@ -90,17 +89,17 @@ func (as *AddressSpace) team(addr uint64) (*teamInfo, error) {
 		serialInfo:  v.f(l.tSerialInfo),
 	}
 	if ti.level < 0 || ti.level > maxChain || ti.activeLevel < 0 || ti.activeLevel > ti.level {
-		return nil, errorf(ErrCorrupt, "%s: level %d, active level %d", what, ti.level, ti.activeLevel)
+		return nil, errorf(ErrCorrupt, "team %#x: level %d, active level %d", addr, ti.level, ti.activeLevel)
 	}
 	if ti.nproc < 1 || ti.nproc > maxThreadsCapacity {
-		return nil, errorf(ErrCorrupt, "%s: t_nproc %d", what, ti.nproc)
+		return nil, errorf(ErrCorrupt, "team %#x: t_nproc %d", addr, ti.nproc)
 	}
 	ti.first = ti.level
 	if ti.parent != 0 {
 		if ti.parent == addr {
-			return nil, errorf(ErrCorrupt, "%s is its own parent", what)
+			return nil, errorf(ErrCorrupt, "team %#x is its own parent", addr)
 		}
-		pv, err := as.readView(ti.parent+l.teamT, l.teamExtent, fmt.Sprintf("team %#x (parent of %#x)", ti.parent, addr))
+		pv, err := as.readView(ti.parent+l.teamT, l.teamExtent, "parent team")
 		if err != nil {
 			return nil, err
 		}

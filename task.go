@@ -97,7 +97,7 @@ type taskInfo struct {
 }
 
 func (as *AddressSpace) taskView(td uint64) (view, error) {
-	return as.readView(td, as.l.taskExtent, fmt.Sprintf("task %#x", td))
+	return as.readView(td, as.l.taskExtent, "task")
 }
 
 func (as *AddressSpace) flag(v view, mask []byte) bool {

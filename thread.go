@@ -98,7 +98,7 @@ func (as *AddressSpace) index() (*threadIndex, error) {
 			return nil, errorf(ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
 		}
 		th := Thread{as: as, addr: addr, gtid: int32(i)}
-		info, err := as.readView(addr, as.l.thExtent, fmt.Sprintf("thread %d kmp_info_t", i))
+		info, err := as.readView(addr, as.l.thExtent, "kmp_info_t of a thread")
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +280,7 @@ func (t Thread) info() (view, error) {
 	if cur != t.addr {
 		return view{}, errorf(ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", t, t.gtid, cur)
 	}
-	return as.readView(t.addr, as.l.thExtent, t.String()+" kmp_info_t")
+	return as.readView(t.addr, as.l.thExtent, "kmp_info_t")
 }
 
 // State returns the thread's state and, for wait states, the id of what it

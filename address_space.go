@@ -41,8 +41,13 @@ type AddressSpace struct {
 // returns its address space (ompd_process_initialize).
 //
 // A target with no OpenMP runtime gives an error matching ErrNoRuntime
-// (and ErrIncompatible); a runtime whose layout tables are missing or
-// inconsistent gives ErrIncompatible; a runtime that has not initialized
+// (and ErrIncompatible). A runtime that is loaded (it exports
+// __kmpc_fork_call) but whose internal symbols the target cannot see,
+// because the library is stripped and its separate debug information was
+// not found, gives ErrIncompatible but not ErrNoRuntime: the program does
+// use OpenMP, and the error (which also matches target.ErrNotFound) says
+// what the target's symbol lookup tried. A runtime whose layout tables are
+// missing or inconsistent gives ErrIncompatible; a runtime that has not initialized
 // itself yet (the program has not entered any OpenMP construct or call)
 // gives ErrUnavailable: open again once it has, for instance after the
 // breakpoint Breakpoints().DLLLocationsValid.
@@ -69,6 +74,13 @@ func Open(t target.Target) (*AddressSpace, error) {
 		// its debug information, if the target has it.
 		r = &dwarfReader{t: t, ptr: ptr, int: uint64(sz.Int)}
 	} else if errors.Is(err2, target.ErrNotFound) {
+		if _, err3 := as.sym("__kmpc_fork_call"); err3 == nil {
+			// The runtime is there (every LLVM runtime exports its
+			// compiler entry points) but its internal symbols, local
+			// ones, are not: it is stripped and the target found no
+			// separate debug information for it.
+			return nil, wrapErr(ErrIncompatible, err2, "open: the OpenMP runtime is loaded but has no symbol ompd_sizeof__kmp_info_t or __kmp_threads: it is stripped and no usable debug information was found for it (install its debug package, or point the target at its debug file or at a debuginfod server)")
+		}
 		return nil, fmt.Errorf("open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads: %w", ErrNoRuntime)
 	} else {
 		return nil, wrapErr(ErrReadFailed, err2, "open: looking up __kmp_threads")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # test.sh: run every test of ompd-go, as CI does.
 #
-# Builds (or reuses) the OMPD-enabled LLVM OpenMP runtime, then runs go vet,
-# the whole test suite with the race detector (real processes and real core
-# files of the fixture programs, LLVM's libompd for comparison, synthetic
-# runtime memory), and each fuzz target briefly.
+# Builds (or reuses) the OMPD-enabled LLVM OpenMP runtime and its variant
+# without OMPD support, then runs go vet, the whole test suite with the race
+# detector (real processes and real core files of the fixture programs, also
+# against stripped copies of the runtime with their debug files apart, LLVM's
+# libompd for comparison, synthetic runtime memory), and each fuzz target
+# briefly.
 #
 # Environment:
 #   FUZZTIME  how long each fuzz target runs (default 20s; 0 skips fuzzing)

@@ -29,9 +29,23 @@ var ErrNoDWARF = errors.New("no DWARF debug information")
 // winning over a declaration. Types local to functions are not indexed.
 func (o *Object) loadDWARF() {
 	o.dw.once.Do(func() {
-		d, err := o.f.DWARF()
+		f, where := o.f, o.path
+		if !o.ownDWARF() {
+			// Stripped: the DWARF is in the separate debug file.
+			df, err := o.separate()
+			if err != nil {
+				o.dw.err = fmt.Errorf("%s: %w, and no usable separate debug file: %w", o.path, ErrNoDWARF, err)
+				return
+			}
+			if !hasSection(df, ".debug_info", ".zdebug_info") {
+				o.dw.err = fmt.Errorf("%s: %w in it or in its debug file %s", o.path, ErrNoDWARF, o.dbgPath)
+				return
+			}
+			f, where = df, o.dbgPath
+		}
+		d, err := f.DWARF()
 		if err != nil {
-			o.dw.err = fmt.Errorf("%s: %w: %v", o.path, ErrNoDWARF, err)
+			o.dw.err = fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 			return
 		}
 		idx := make(map[string]typeEntry)
@@ -46,7 +60,7 @@ func (o *Object) loadDWARF() {
 			e, err := r.Next()
 			if err != nil {
 				// Keep what was indexed; report the rest as unreadable.
-				o.dw.err = fmt.Errorf("%s: reading DWARF: %w", o.path, err)
+				o.dw.err = fmt.Errorf("%s: reading DWARF: %w", where, err)
 				break
 			}
 			if e == nil {

@@ -8,12 +8,29 @@
 // file, a live process or a test can provide. target/core and target/delve
 // both build on it.
 //
+// # Separate debug information
+//
+// Distributions ship shared libraries stripped, with their symbol tables and
+// DWARF in separate debug files (a -dbg or -dbgsym package under
+// /usr/lib/debug, or a debuginfod server). An object without a .symtab of
+// its own, or without DWARF, finds its separate debug file with
+// [debuginfo.Find] the first time it needs it, and takes from it the
+// symbols (at the object's load bias) and DWARF it lacks. Where it looks is
+// set by [WithDebugInfo]; without that option it searches
+// debuginfo.DefaultDebugDirs and the object's .gnu_debuglink next to it,
+// and asks no server. A debug file whose build-id differs from the
+// object's is refused, never used: lookups then fail, and the reason is in
+// their error (see [Object.DebugFile]). The dynamic symbols the object
+// itself has are always used; symbols it has itself are looked up first,
+// so a lookup they answer never searches.
+//
 // Everything here is safe for concurrent use, and malformed ELF or DWARF
 // data gives errors, not panics.
 package objfile
 
 import (
 	"bytes"
+	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -25,6 +42,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -60,11 +78,25 @@ type Object struct {
 	path string
 	bias uint64
 	f    *elf.File
+	opts options
 
 	symOnce sync.Once
 	syms    map[string]Symbol
 	funcs   []Symbol // defined functions sorted by address (run-time)
 	symErr  error
+
+	// The separate debug file, found on first need (see separate).
+	dbgOnce sync.Once
+	dbgFile *elf.File
+	dbgPath string
+	dbgErr  error
+
+	// The symbols of the object and of its separate debug file together,
+	// for an object without a .symtab of its own (see indexFull).
+	fullOnce  sync.Once
+	fullSyms  map[string]Symbol
+	fullFuncs []Symbol
+	fullErr   error
 
 	noteOnce  sync.Once
 	buildID   []byte
@@ -74,21 +106,57 @@ type Object struct {
 	dw dwarfState
 }
 
+// Option configures Open and NewObject.
+type Option func(*options)
+
+type options struct {
+	debug debuginfo.Options
+	ctx   context.Context
+}
+
+// WithDebugInfo sets where an object without its own symbol table or DWARF
+// looks for its separate debug file (see debuginfo.Find): opts.DebugDirs
+// are the global debug directories (nil means debuginfo.DefaultDebugDirs,
+// an empty non-nil slice none), and opts.Debuginfod the debuginfod client
+// asked when the local search fails (nil means no server is asked). The
+// object's .gnu_debuglink is always followed next to the object and in its
+// .debug directory. Without this option an object searches as
+// WithDebugInfo(debuginfo.Options{}) does.
+func WithDebugInfo(opts debuginfo.Options) Option {
+	return func(o *options) { o.debug = opts }
+}
+
+// WithContext sets the context that bounds the search for separate debug
+// files (a debuginfod download in particular), for the object's whole life.
+// Without it the search runs under context.Background, bounded only by the
+// debuginfod client's timeout.
+func WithContext(ctx context.Context) Option {
+	return func(o *options) { o.ctx = ctx }
+}
+
 // Open opens the ELF file at path as an object loaded at bias. The file
-// stays open until Close; symbols and DWARF are read on first use.
-func Open(path string, bias uint64) (*Object, error) {
+// stays open until Close; symbols and DWARF are read on first use, and a
+// separate debug file is looked for (as the options say) when the object
+// lacks its own symbol table or DWARF.
+func Open(path string, bias uint64, opts ...Option) (*Object, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("objfile: %s: %w", path, err)
 	}
-	return NewObject(f, path, bias), nil
+	return NewObject(f, path, bias, opts...), nil
 }
 
-// NewObject wraps an already opened ELF file as an object loaded at bias.
-// Close calls f.Close (which closes the underlying file only when f came
-// from elf.Open).
-func NewObject(f *elf.File, path string, bias uint64) *Object {
-	return &Object{path: path, bias: bias, f: f}
+// NewObject wraps an already opened ELF file as an object loaded at bias
+// (see Open for the options). Close calls f.Close (which closes the
+// underlying file only when f came from elf.Open).
+func NewObject(f *elf.File, path string, bias uint64, opts ...Option) *Object {
+	o := &Object{path: path, bias: bias, f: f}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o.opts)
+		}
+	}
+	return o
 }
 
 // Path is the file the object was opened from.
@@ -100,8 +168,82 @@ func (o *Object) Bias() uint64 { return o.bias }
 // File is the underlying ELF file.
 func (o *Object) File() *elf.File { return o.f }
 
-// Close closes the ELF file.
-func (o *Object) Close() error { return o.f.Close() }
+// Close closes the ELF file, and the separate debug file if one was
+// opened.
+func (o *Object) Close() error {
+	// Wait for a search under way (it reads o.f), and keep a later one
+	// from opening anything.
+	o.dbgOnce.Do(func() { o.dbgErr = errors.New("objfile: object closed") })
+	err := o.f.Close()
+	if o.dbgFile != nil {
+		if cerr := o.dbgFile.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// hasSection reports whether f has the named section with contents.
+func hasSection(f *elf.File, names ...string) bool {
+	for _, n := range names {
+		if s := f.Section(n); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ownSymtab reports whether the object has a symbol table (.symtab) of its
+// own; without one only its dynamic symbols are there.
+func (o *Object) ownSymtab() bool { return hasSection(o.f, ".symtab") }
+
+// ownDWARF reports whether the object carries DWARF itself.
+func (o *Object) ownDWARF() bool { return hasSection(o.f, ".debug_info", ".zdebug_info") }
+
+// separate returns the object's separate debug file, searching for it on
+// the first call (see WithDebugInfo). A file of another build is never
+// returned: Find refuses it and the error says so.
+func (o *Object) separate() (*elf.File, error) {
+	o.dbgOnce.Do(func() {
+		ctx := o.opts.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		path, err := debuginfo.Find(ctx, o.path, o.f, o.opts.debug)
+		if err != nil {
+			o.dbgErr = err
+			return
+		}
+		df, err := elf.Open(path)
+		if err != nil {
+			o.dbgErr = fmt.Errorf("debug file %s: %w", path, err)
+			return
+		}
+		if df.Machine != o.f.Machine || df.Class != o.f.Class || df.ByteOrder != o.f.ByteOrder {
+			df.Close()
+			o.dbgErr = fmt.Errorf("debug file %s is for %v %v, the object for %v %v: %w", path, df.Machine, df.Class, o.f.Machine, o.f.Class, debuginfo.ErrMismatch)
+			return
+		}
+		o.dbgFile, o.dbgPath = df, path
+	})
+	return o.dbgFile, o.dbgErr
+}
+
+// DebugFile reports the separate debug file of an object that lacks its own
+// symbol table or DWARF: its path, or why none could be used (not found, a
+// debuginfod server failing, or a candidate of another build, matching
+// debuginfo.ErrNotFound, debuginfo.ErrServer or debuginfo.ErrMismatch). It
+// searches if no lookup has yet. An object that has both itself returns
+// "" and nil without searching.
+func (o *Object) DebugFile() (string, error) {
+	if o.ownSymtab() && o.ownDWARF() {
+		return "", nil
+	}
+	if _, err := o.separate(); err != nil {
+		return "", err
+	}
+	return o.dbgPath, nil
+}
 
 // Range returns the run-time address range [start, end) covered by the
 // object's PT_LOAD segments, or ok false if it has none.
@@ -296,91 +438,153 @@ func symRank(s Symbol) int {
 	return 2
 }
 
+// addSymbols adds the defined symbols of list to syms (the best definition
+// of each name, see symRank) and the functions among them to funcs, at the
+// object's bias. It returns the error of reading list, if any.
+func (o *Object) addSymbols(syms map[string]Symbol, funcs *[]Symbol, list []elf.Symbol, err error, which string) error {
+	for _, es := range list {
+		if es.Name == "" || es.Section == elf.SHN_UNDEF {
+			continue
+		}
+		typ := elf.ST_TYPE(es.Info)
+		if typ == elf.STT_SECTION || typ == elf.STT_FILE {
+			continue
+		}
+		bind := elf.ST_BIND(es.Info)
+		s := Symbol{Name: es.Name, Size: es.Size, Type: typ, Bind: bind, Local: bind == elf.STB_LOCAL}
+		switch {
+		case typ == elf.STT_TLS:
+			s.Addr = es.Value
+		case es.Section == elf.SHN_ABS:
+			s.Addr = es.Value
+		default:
+			s.Addr = es.Value + o.bias
+		}
+		if old, ok := syms[s.Name]; !ok || symRank(s) > symRank(old) {
+			syms[s.Name] = s
+		}
+		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && es.Section != elf.SHN_ABS {
+			*funcs = append(*funcs, s)
+		}
+	}
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return fmt.Errorf("%s: %w", which, err)
+	}
+	return nil
+}
+
+func sortFuncs(funcs []Symbol) {
+	sort.SliceStable(funcs, func(i, j int) bool {
+		if funcs[i].Addr != funcs[j].Addr {
+			return funcs[i].Addr < funcs[j].Addr
+		}
+		return symRank(funcs[i]) > symRank(funcs[j])
+	})
+}
+
+// indexSymbols indexes the symbols the object has itself: its .symtab and
+// .dynsym.
 func (o *Object) indexSymbols() {
 	o.symOnce.Do(func() {
 		o.syms = make(map[string]Symbol)
 		var errs []error
-		add := func(list []elf.Symbol, err error, which string) {
-			if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-				errs = append(errs, fmt.Errorf("%s: %w", which, err))
-			}
-			for _, es := range list {
-				if es.Name == "" || es.Section == elf.SHN_UNDEF {
-					continue
-				}
-				typ := elf.ST_TYPE(es.Info)
-				if typ == elf.STT_SECTION || typ == elf.STT_FILE {
-					continue
-				}
-				bind := elf.ST_BIND(es.Info)
-				s := Symbol{Name: es.Name, Size: es.Size, Type: typ, Bind: bind, Local: bind == elf.STB_LOCAL}
-				switch {
-				case typ == elf.STT_TLS:
-					s.Addr = es.Value
-				case es.Section == elf.SHN_ABS:
-					s.Addr = es.Value
-				default:
-					s.Addr = es.Value + o.bias
-				}
-				if old, ok := o.syms[s.Name]; !ok || symRank(s) > symRank(old) {
-					o.syms[s.Name] = s
-				}
-				if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && es.Section != elf.SHN_ABS {
-					o.funcs = append(o.funcs, s)
-				}
-			}
-		}
 		syms, err := o.f.Symbols()
-		add(syms, err, ".symtab")
+		if err := o.addSymbols(o.syms, &o.funcs, syms, err, ".symtab"); err != nil {
+			errs = append(errs, err)
+		}
 		dyn, err := o.f.DynamicSymbols()
-		add(dyn, err, ".dynsym")
-		sort.SliceStable(o.funcs, func(i, j int) bool {
-			if o.funcs[i].Addr != o.funcs[j].Addr {
-				return o.funcs[i].Addr < o.funcs[j].Addr
-			}
-			return symRank(o.funcs[i]) > symRank(o.funcs[j])
-		})
+		if err := o.addSymbols(o.syms, &o.funcs, dyn, err, ".dynsym"); err != nil {
+			errs = append(errs, err)
+		}
+		sortFuncs(o.funcs)
 		if len(errs) > 0 {
 			o.symErr = fmt.Errorf("objfile: %s: %w", o.path, errors.Join(errs...))
 		}
 	})
 }
 
+// indexFull indexes, for an object without a .symtab of its own, its
+// symbols together with the .symtab of its separate debug file. fullErr
+// says why that file could not be used.
+func (o *Object) indexFull() {
+	o.indexSymbols()
+	o.fullOnce.Do(func() {
+		o.fullSyms = o.syms
+		o.fullFuncs = o.funcs
+		if o.ownSymtab() {
+			return
+		}
+		df, err := o.separate()
+		if err != nil {
+			o.fullErr = fmt.Errorf("objfile: %s has no symbol table and no usable separate debug file: %w", o.path, err)
+			return
+		}
+		syms := make(map[string]Symbol, len(o.syms))
+		for k, v := range o.syms {
+			syms[k] = v
+		}
+		funcs := append([]Symbol(nil), o.funcs...)
+		list, err := df.Symbols()
+		if err := o.addSymbols(syms, &funcs, list, err, o.dbgPath+": .symtab"); err != nil {
+			o.fullErr = fmt.Errorf("objfile: %s: %w", o.path, err)
+		}
+		sortFuncs(funcs)
+		o.fullSyms, o.fullFuncs = syms, funcs
+	})
+}
+
+// lookupOwn looks name up among the symbols the object has itself, without
+// searching for a separate debug file.
+func (o *Object) lookupOwn(name string) (Symbol, bool) {
+	o.indexSymbols()
+	s, ok := o.syms[name]
+	return s, ok
+}
+
 // Lookup returns the object's definition of the symbol called name. When
 // both a global (or weak) and a local definition exist the global one wins;
 // among locals of the same name the first in .symtab wins. Undefined
-// symbols are ignored. A missing symbol is a *target.LookupError wrapping
-// target.ErrNotFound (and mentioning a symbol table that could not be read,
-// if any).
+// symbols are ignored. A name the object's own symbol tables lack is looked
+// up in its separate debug file when it has no .symtab (see the package
+// comment). A missing symbol is a *target.LookupError wrapping
+// target.ErrNotFound (and mentioning a symbol table that could not be read
+// or a separate debug file that could not be found, if any).
 func (o *Object) Lookup(name string) (Symbol, error) {
-	o.indexSymbols()
-	if s, ok := o.syms[name]; ok {
+	if s, ok := o.lookupOwn(name); ok {
+		return s, nil
+	}
+	o.indexFull()
+	if s, ok := o.fullSyms[name]; ok {
 		return s, nil
 	}
 	err := target.ErrNotFound
-	if o.symErr != nil {
-		err = fmt.Errorf("%w (%v)", target.ErrNotFound, o.symErr)
+	if serr := o.SymbolErr(); serr != nil {
+		err = fmt.Errorf("%w (%v)", target.ErrNotFound, serr)
 	}
 	return Symbol{}, &target.LookupError{Kind: "symbol", Name: name, Err: err}
 }
 
 // SymbolErr reports a symbol table of the object that could not be read,
-// or nil.
+// or, for an object without a .symtab of its own, why no separate debug
+// file could give one; nil if neither. It may search for the separate
+// debug file.
 func (o *Object) SymbolErr() error {
-	o.indexSymbols()
-	return o.symErr
+	o.indexFull()
+	return errors.Join(o.symErr, o.fullErr)
 }
 
 // SymbolAt returns the function symbol whose [Addr, Addr+Size) contains
 // the run-time address addr (a zero-sized symbol matches only its own
-// address).
+// address), from the object's symbols and, without a .symtab of its own,
+// those of its separate debug file.
 func (o *Object) SymbolAt(addr uint64) (Symbol, bool) {
-	o.indexSymbols()
-	i := sort.Search(len(o.funcs), func(i int) bool { return o.funcs[i].Addr > addr })
+	o.indexFull()
+	funcs := o.fullFuncs
+	i := sort.Search(len(funcs), func(i int) bool { return funcs[i].Addr > addr })
 	// Look back over a few candidates: functions sharing a start address
 	// (aliases) or a zero-sized symbol just before a sized one.
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
-		s := o.funcs[j]
+		s := funcs[j]
 		if addr == s.Addr || addr-s.Addr < s.Size {
 			return s, true
 		}

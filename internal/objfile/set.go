@@ -99,7 +99,9 @@ func (s *Set) SymbolAt(addr uint64) (string, bool) {
 }
 
 // TypeSize returns the size of the named type (see Object.TypeSize) from
-// the first object whose DWARF defines it completely.
+// the first object whose DWARF defines it completely. An object without
+// DWARF of its own takes it from its separate debug file; the error for a
+// type found nowhere names the objects that have no DWARF and why.
 func (s *Set) TypeSize(typeName string) (uint64, error) {
 	var errs []error
 	for _, o := range s.objs {
@@ -107,7 +109,7 @@ func (s *Set) TypeSize(typeName string) (uint64, error) {
 		if ok {
 			return n, nil
 		}
-		if err != nil && !errors.Is(err, ErrNoDWARF) {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -128,7 +130,7 @@ func (s *Set) FieldOffset(typeName, field string) (uint64, error) {
 		if ok && fieldErr == nil {
 			fieldErr = err
 		}
-		if !ok && err != nil && !errors.Is(err, ErrNoDWARF) {
+		if !ok && err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -152,7 +154,7 @@ func (s *Set) BitField(typeName, field string) (bitOffset, bitSize uint64, err e
 		if ok && fieldErr == nil {
 			fieldErr = err
 		}
-		if !ok && err != nil && !errors.Is(err, ErrNoDWARF) {
+		if !ok && err != nil {
 			errs = append(errs, err)
 		}
 	}

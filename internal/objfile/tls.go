@@ -145,10 +145,12 @@ func (o *Object) DebugPointer(mem Memory) (uint64, error) {
 
 // RDebug returns the address of the dynamic linker's struct r_debug: the
 // _r_debug symbol (exported by ld.so), or else the DT_DEBUG entry of the
-// executable (the set's first object) read through mem.
+// executable (the set's first object) read through mem. It reads only the
+// objects' own symbol tables, never separate debug files: ld.so exports
+// _r_debug.
 func (s *Set) RDebug(mem Memory) (uint64, error) {
 	for _, o := range s.objs {
-		if sym, err := o.Lookup("_r_debug"); err == nil && !sym.TLS() {
+		if sym, ok := o.lookupOwn("_r_debug"); ok && !sym.TLS() {
 			return sym.Addr, nil
 		}
 	}

@@ -25,6 +25,27 @@ import (
 // addresses, ICVs and display variables.
 func CheckTruth(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	t.Helper()
+	check(t, as, truth, true)
+}
+
+// CheckStructure is CheckTruth for a runtime built without OMPD support
+// (fixtures.VariantNoOMPD, read through its DWARF): such a runtime keeps no
+// thread states or task frames for a debugger (OMP_DEBUG means nothing to
+// it) and has no breakpoint functions or display-variable block. It checks
+// every answer the runtime's structures give (threads, thread numbers, the
+// region nest, task chains and kinds, ICVs) as CheckTruth does, and that
+// thread states and task frames fail with ompd.ErrNeedsStateTracking and
+// the breakpoints, display variables, OMPD library locations and
+// Enable/Enabled with ompd.ErrUnsupported.
+func CheckStructure(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+	t.Helper()
+	check(t, as, truth, false)
+}
+
+// check runs the checks; tracking says whether the runtime has OMPD
+// support and tracks states (CheckTruth) or not (CheckStructure).
+func check(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tracking bool) {
+	t.Helper()
 	require.NotEmpty(t, truth.Threads)
 	v, err := as.OpenMPVersion()
 	require.NoError(t, err)
@@ -36,22 +57,43 @@ func CheckTruth(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	for i := 1; i < len(all); i++ {
 		assert.Less(t, all[i-1].GTID(), all[i].GTID(), "threads in gtid order")
 	}
-	tracking, err := as.Enabled()
-	require.NoError(t, err)
-	require.True(t, tracking, "fixtures run with OMP_DEBUG=enabled")
+	if tracking {
+		on, err := as.Enabled()
+		require.NoError(t, err)
+		require.True(t, on, "fixtures run with OMP_DEBUG=enabled")
+	} else {
+		checkWithoutOMPD(t, as)
+	}
 
 	for i := range truth.Threads {
 		tt := &truth.Threads[i]
 		t.Run(fmt.Sprintf("tid%d-%s", tt.TID, tt.Role), func(t *testing.T) {
-			checkThread(t, as, truth, tt)
+			checkThread(t, as, truth, tt, tracking)
 		})
 	}
 	if len(truth.Tasks) > 0 {
-		t.Run("tasks", func(t *testing.T) { checkTasks(t, as, truth) })
+		t.Run("tasks", func(t *testing.T) { checkTasks(t, as, truth, tracking) })
 	}
-	if truth.Fixture == fixtures.ICVs {
+	if truth.Fixture == fixtures.ICVs && tracking {
 		t.Run("display", func(t *testing.T) { checkDisplay(t, as, truth) })
 	}
+}
+
+// checkWithoutOMPD checks that what only a runtime with OMPD support has
+// is unsupported.
+func checkWithoutOMPD(t *testing.T, as *ompd.AddressSpace) {
+	_, err := as.Enabled()
+	assert.ErrorIs(t, err, ompd.ErrUnsupported, "Enabled")
+	assert.ErrorIs(t, as.Enable(true), ompd.ErrUnsupported, "Enable")
+	_, err = as.Breakpoints()
+	assert.ErrorIs(t, err, ompd.ErrUnsupported, "Breakpoints")
+	_, err = as.DisplayControlVars()
+	assert.ErrorIs(t, err, ompd.ErrUnsupported, "DisplayControlVars")
+	_, err = as.DLLLocations()
+	assert.ErrorIs(t, err, ompd.ErrUnsupported, "DLLLocations")
+	dbg, err := as.ICV(ompd.ICVDebugVar)
+	require.NoError(t, err)
+	assert.Zero(t, dbg, "debug-var: no state tracking")
 }
 
 // Thread returns the handle of the truth thread tt.
@@ -69,7 +111,7 @@ func hex(t *testing.T, s string) uint64 {
 	return v
 }
 
-func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread) {
+func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread, tracking bool) {
 	th := Thread(t, as, tt)
 	pt := hex(t, tt.Pthread)
 	got, err := th.OSThread(ompd.PthreadID)
@@ -134,9 +176,14 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 	_, err = regions[len(regions)-1].Enclosing()
 	assert.ErrorIs(t, err, ompd.ErrUnavailable, "the outermost region has no enclosing one")
 
-	checkState(t, as, truth, tt, th)
+	if tracking {
+		checkState(t, as, truth, tt, th)
+	} else {
+		_, _, err := th.State()
+		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "state")
+	}
 	if tt.Task == "" {
-		checkImplicitChain(t, th, tt, regions)
+		checkImplicitChain(t, th, tt, regions, tracking)
 	}
 	if tt.ICV != nil {
 		checkICVs(t, as, truth, tt, th)
@@ -173,7 +220,7 @@ func Tasks(t *testing.T, th ompd.Thread) []ompd.Task {
 // checkImplicitChain checks a thread that runs no explicit task: its task
 // chain is one implicit task per level, each belonging to the region at the
 // same level, the outermost one the initial task.
-func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regions []ompd.Parallel) {
+func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regions []ompd.Parallel, tracking bool) {
 	tasks := Tasks(t, th)
 	require.Len(t, tasks, len(regions), "one implicit task per level")
 	for i, k := range tasks {
@@ -210,7 +257,10 @@ func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regio
 	// outlined code it waits in; the runtime's exit frame of that
 	// implicit task is the frame of the runtime procedure that called the
 	// outlined function, just above it on the stack.
-	if tt.Level > 0 {
+	if !tracking {
+		_, err := tasks[0].Frame()
+		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "frames")
+	} else if tt.Level > 0 {
 		fr, err := tasks[0].Frame()
 		require.NoError(t, err)
 		frame := hex(t, tt.Frame)
@@ -410,7 +460,7 @@ func checkDisplay(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	}
 }
 
-func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tracking bool) {
 	for i := range truth.Tasks {
 		tk := &truth.Tasks[i]
 		if !tk.Current {
@@ -431,7 +481,7 @@ func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 					assert.True(t, kind.Has(ompd.TaskImplicit), "enclosing task %d is implicit", i)
 					continue
 				}
-				checkTask(t, k, cur)
+				checkTask(t, k, cur, tracking)
 				if cur.Parent == "" {
 					cur = nil
 				} else {
@@ -444,7 +494,7 @@ func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	}
 }
 
-func checkTask(t *testing.T, k ompd.Task, tk *fixtures.Task) {
+func checkTask(t *testing.T, k ompd.Task, tk *fixtures.Task, tracking bool) {
 	kind, err := k.Kind()
 	require.NoError(t, err)
 	if tk.Kind == "implicit" {
@@ -463,6 +513,10 @@ func checkTask(t *testing.T, k ompd.Task, tk *fixtures.Task) {
 	require.NoError(t, err)
 	assert.Contains(t, f.Symbol, "omp_task_entry", "%s function", tk.Label)
 	fr, err := k.Frame()
+	if !tracking {
+		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "%s frames", tk.Label)
+		return
+	}
 	require.NoError(t, err)
 	frame := hex(t, tk.Frame)
 	if fr.Exit.Addr != 0 {

@@ -11,11 +11,21 @@
 // file-backed pages the program never wrote, such as library text, come
 // from the files themselves, and nothing else is made up.
 //
+// Objects without a symbol table or DWARF of their own (a distribution's
+// stripped libraries) take them from their separate debug files, found as
+// gdb finds them: by build-id and .gnu_debuglink under the global debug
+// directories (/usr/lib/debug unless WithDebugDirs says otherwise), by
+// .gnu_debuglink next to the object, and from debuginfod servers when
+// WithDebuginfod or WithDebuginfodFromEnv names some. The search happens the
+// first time a lookup needs what the object lacks, not in Open. A debug file
+// of another build is refused.
+//
 // A Core is read-only and safe for concurrent use.
 package core
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -27,6 +37,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
@@ -38,6 +49,83 @@ type config struct {
 	sysroot    string
 	fileMap    map[string]string
 	searchPath []string
+
+	debugDirs     []string // nil: debuginfo.DefaultDebugDirs
+	debuginfod    *DebuginfodClient
+	debuginfodEnv bool
+	debugCtx      context.Context
+}
+
+// Errors of the search for separate debug files (see ObjectInfo.DebugErr).
+var (
+	// ErrNoDebugFile: no separate debug file was found anywhere.
+	ErrNoDebugFile = debuginfo.ErrNotFound
+	// ErrDebugMismatch: a candidate was found but belongs to another
+	// build (its build-id or CRC differs), so it was refused.
+	ErrDebugMismatch = debuginfo.ErrMismatch
+	// ErrDebuginfod: no debuginfod server could give the file (errors,
+	// unreachable servers, time-outs).
+	ErrDebuginfod = debuginfo.ErrServer
+)
+
+// DebuginfodClient fetches separate debug files from debuginfod servers:
+// set URLs (tried in order), CacheDir (where downloads are kept, as
+// CacheDir/BUILDID/debuginfo) and optionally Timeout (per request; default
+// 90 s) and HTTP. DebuginfodFromEnv builds one from the environment.
+type DebuginfodClient = debuginfo.Client
+
+// DebuginfodFromEnv returns the debuginfod client that the environment
+// describes as elfutils' tools read it: DEBUGINFOD_URLS (space-separated
+// server URLs), DEBUGINFOD_CACHE_PATH (default
+// $XDG_CACHE_HOME/debuginfod_client or ~/.cache/debuginfod_client) and
+// DEBUGINFOD_TIMEOUT (seconds). It returns nil when DEBUGINFOD_URLS is
+// empty or unset.
+func DebuginfodFromEnv() *DebuginfodClient {
+	return debuginfo.ClientFromEnv(os.Getenv)
+}
+
+// WithDebugDirs sets the global debug directories that separate debug
+// files are looked for in (gdb's debug-file-directory): by build-id as
+// DIR/.build-id/xx/rest.debug, and by .gnu_debuglink as
+// DIR/<the object's directory>/<link>. They replace the default,
+// /usr/lib/debug; name it too to keep it. WithDebugDirs() with no
+// directory searches none (a debuglink next to the object is still
+// followed).
+func WithDebugDirs(dirs ...string) Option {
+	return func(c *config) { c.debugDirs = append([]string{}, dirs...) }
+}
+
+// WithDebuginfod makes objects whose separate debug file is not found
+// locally ask the debuginfod servers of client for it. A nil client means
+// no server is asked, which is also the default: Open never reaches the
+// network unless told to. To use the servers the environment names
+// (DEBUGINFOD_URLS), pass DebuginfodFromEnv() or use WithDebuginfodFromEnv.
+func WithDebuginfod(client *DebuginfodClient) Option {
+	return func(c *config) { c.debuginfod, c.debuginfodEnv = client, false }
+}
+
+// WithDebuginfodFromEnv is WithDebuginfod(DebuginfodFromEnv()), the
+// environment being read when Open runs: no server is asked if
+// DEBUGINFOD_URLS is empty or unset.
+func WithDebuginfodFromEnv() Option {
+	return func(c *config) { c.debuginfod, c.debuginfodEnv = nil, true }
+}
+
+// WithDebugContext sets the context that bounds every search for separate
+// debug files made for the core's objects (debuginfod downloads in
+// particular) for the core's whole life. Without it only the debuginfod
+// client's timeout bounds them.
+func WithDebugContext(ctx context.Context) Option {
+	return func(c *config) { c.debugCtx = ctx }
+}
+
+// objOptions are the options of the objects Open loads.
+func (c *config) objOptions() []objfile.Option {
+	opts := []objfile.Option{objfile.WithDebugInfo(debuginfo.Options{DebugDirs: c.debugDirs, Debuginfod: c.debuginfod})}
+	if c.debugCtx != nil {
+		opts = append(opts, objfile.WithContext(c.debugCtx))
+	}
+	return opts
 }
 
 // WithSysroot makes Open look for the shared libraries and mapped files
@@ -96,6 +184,13 @@ type ObjectInfo struct {
 	Bias uint64
 	// BuildID is the GNU build-id of the file, or nil.
 	BuildID []byte
+	// DebugFile is the separate debug file the object's symbols or DWARF
+	// come from, "" if it has both itself or none was found.
+	DebugFile string
+	// DebugErr says why an object lacking its own symbol table or DWARF
+	// has no separate debug file (it matches ErrNoDebugFile, ErrDebuginfod
+	// or ErrDebugMismatch); nil otherwise.
+	DebugErr error
 }
 
 // Core is a core file opened with the executable it was dumped from.
@@ -129,6 +224,9 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.debuginfodEnv {
+		cfg.debuginfod = DebuginfodFromEnv()
 	}
 	f, err := os.Open(corePath)
 	if err != nil {
@@ -210,7 +308,7 @@ type candidate struct {
 
 // loadObjects opens the executable and the shared libraries.
 func (c *Core) loadObjects(cfg *config, exePath string) error {
-	exe, err := c.openExe(exePath)
+	exe, err := c.openExe(exePath, cfg)
 	if err != nil {
 		return err
 	}
@@ -380,7 +478,7 @@ func (c *Core) openLib(cfg *config, name string, biasOf func(*elf.File) (uint64,
 			f.Close()
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
-		o := objfile.NewObject(f, p, bias)
+		o := objfile.NewObject(f, p, bias, cfg.objOptions()...)
 		if err := c.checkBuildID(o); err != nil {
 			o.Close()
 			if mf := c.files[name]; mf != nil {
@@ -395,7 +493,7 @@ func (c *Core) openLib(cfg *config, name string, biasOf func(*elf.File) (uint64,
 
 // openExe opens the executable and computes its load bias from the
 // auxiliary vector.
-func (c *Core) openExe(path string) (*objfile.Object, error) {
+func (c *Core) openExe(path string, cfg *config) (*objfile.Object, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("core: executable: %w", err)
@@ -434,7 +532,7 @@ func (c *Core) openExe(path string) (*objfile.Object, error) {
 	default:
 		bias = biases[0]
 	}
-	o := objfile.NewObject(f, path, bias)
+	o := objfile.NewObject(f, path, bias, cfg.objOptions()...)
 	if err := c.checkBuildID(o); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("core: executable %w", err)
@@ -498,10 +596,17 @@ func (c *Core) Close() error {
 }
 
 // Objects lists the loaded objects: the executable first, then the shared
-// libraries in load order.
+// libraries in load order. For an object that lacks its own symbol table or
+// DWARF it reports its separate debug file, searching for it first if no
+// lookup has yet (which may ask a debuginfod server, see WithDebuginfod).
 func (c *Core) Objects() []ObjectInfo {
 	out := make([]ObjectInfo, len(c.infos))
 	copy(out, c.infos)
+	for i, o := range c.set.Objects() {
+		if i < len(out) {
+			out[i].DebugFile, out[i].DebugErr = o.DebugFile()
+		}
+	}
 	return out
 }
 

@@ -1,0 +1,46 @@
+package ompd_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// TestNoOMPDRuntimeCores runs the fixtures against the runtime built
+// without OMPD support (still with OMP_DEBUG=enabled, which it ignores) and
+// checks every answer its structures give, read through its DWARF.
+func TestNoOMPDRuntimeCores(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{fixtures.Nested, nil},
+		{fixtures.Serialized, nil},
+		{fixtures.Tasks, nil},
+		{fixtures.ICVs, nil},
+		{fixtures.Many, []string{"64"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(append([]string{c.name}, c.args...), "-"), func(t *testing.T) {
+			t.Parallel()
+			info := fixtures.RuntimeVariant(t, fixtures.VariantNoOMPD)
+			stop := fixtures.CoreWith(t, info, c.name, c.args...)
+			assert.NotContains(t, stop.Stderr, "OMP_OMPD active", "the runtime has no OMPD support")
+			co, err := core.Open(stop.Exe, stop.Core)
+			require.NoError(t, err)
+			t.Cleanup(func() { co.Close() })
+			as, err := ompd.Open(co)
+			require.NoError(t, err)
+			t.Cleanup(func() { as.Close() })
+			assert.Equal(t, ompd.LayoutDWARF, as.LayoutSource())
+			ompdtest.CheckStructure(t, as, stop.Truth)
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package core_test
+
+import (
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// Open a core of a program whose OpenMP runtime is a distribution's
+// stripped libomp: its symbols come from its separate debug file, under a
+// debug directory or from the debuginfod servers DEBUGINFOD_URLS names.
+func ExampleWithDebuginfodFromEnv() {
+	c, err := core.Open("prog", "prog.core",
+		core.WithDebugDirs("/usr/lib/debug", "symbols"),
+		core.WithDebuginfodFromEnv())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for _, o := range c.Objects() {
+		switch {
+		case o.DebugErr != nil:
+			fmt.Printf("%s: no debug information: %v\n", o.Name, o.DebugErr)
+		case o.DebugFile != "":
+			fmt.Printf("%s: debug information from %s\n", o.Name, o.DebugFile)
+		}
+	}
+}
+
+// Name a debuginfod server directly, with a cache of its own.
+func ExampleWithDebuginfod() {
+	client := &core.DebuginfodClient{
+		URLs:     []string{"http://localhost:8002"},
+		CacheDir: "debuginfod-cache",
+		Timeout:  30 * time.Second,
+	}
+	c, err := core.Open("prog", "prog.core", core.WithDebuginfod(client))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}

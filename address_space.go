@@ -322,7 +322,8 @@ func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err != nil {
 		return nil, err
 	}
-	size, err := as.global("ompd_env_block_size", uint64(as.mem.ptrSize), false)
+	// ompd_size_t is a uint64_t on every target.
+	size, err := as.global("ompd_env_block_size", 8, false)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +434,11 @@ func (as *AddressSpace) Enable(on bool) error {
 		return wrapErr(ErrIncompatible, err, "ompd_state")
 	}
 	size := as.l.globals["ompd_state"]
-	if size == 0 || size > 8 {
+	if size == 0 {
 		size = 8
+	}
+	if size != 1 && size != 2 && size != 4 && size != 8 {
+		return errorf(ErrIncompatible, "enable: ompd_state is %d bytes", size)
 	}
 	cur, err := as.readUint(addr, size, "ompd_state")
 	if err != nil {

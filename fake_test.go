@@ -5,17 +5,15 @@ package ompd_test
 // 32-bit, sub-page mappings), runtime layouts other than LLVM's, and corrupt
 // or stale runtime state.
 //
-// Tests that find a bug in the package check the correct behaviour and,
-// while the bug's exact symptom shows, skip with a "KNOWN BUG" message that
-// names the code at fault (see fakeKnownBug). Run with OMPD_FAKE_STRICT=1 to turn
-// those skips into failures.
+// Tests that once found a bug in the package name the code that was at
+// fault with the bug's exact symptom (see fakeKnownBug), so that a regression
+// fails with a message saying what broke again.
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -50,19 +48,13 @@ func forEachFake(t *testing.T, f func(t *testing.T, cfg fakeruntime.Config)) {
 	}
 }
 
-// fakeKnownBug skips the test with a description of a bug of the package when
-// symptom is true (or fails it when OMPD_FAKE_STRICT=1), so that the suite
-// stays green until the bug is fixed and then checks the fixed behaviour.
+// fakeKnownBug fails the test with the description of a bug the package had
+// when its symptom shows again.
 func fakeKnownBug(t *testing.T, symptom bool, format string, args ...any) {
 	t.Helper()
-	if !symptom {
-		return
+	if symptom {
+		t.Fatal("REGRESSION of a fixed bug: " + fmt.Sprintf(format, args...))
 	}
-	msg := "KNOWN BUG: " + fmt.Sprintf(format, args...)
-	if os.Getenv("OMPD_FAKE_STRICT") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 func fakeOpenNested(t *testing.T, cfg fakeruntime.Config) (*fakeruntime.Scenario, *ompd.AddressSpace) {

@@ -288,6 +288,36 @@ func (l *layout) finish(ptr uint64) error {
 	l.lwExtent = ext(l.lwParallelData, l.lwTaskData, l.lwSchedParent, l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags, l.lwParent)
 
 	var errs []error
+	// Every decoded field must lie within a structure of sane size and be
+	// at most 8 bytes; checked one by one, so that no sum can wrap.
+	for name, f := range map[string]field{
+		"th_team": l.thTeam, "th_current_task": l.thCurrentTask, "ds_thread": l.thThread, "ds_tid": l.thTid,
+		"state": l.thState, "wait_id": l.thWaitID, "thread_data": l.thThreadData,
+		"t_threads": l.tThreads, "t_nproc": l.tNproc, "t_level": l.tLevel, "t_active_level": l.tActiveLevel,
+		"t_parent": l.tParent, "t_pkfn": l.tPkfn, "t_implicit_task_taskdata": l.tImplicitTask,
+		"t_master_tid": l.tMasterTid, "team parallel_data": l.tParallelData, "ompt_serialized_team_info": l.tSerialInfo,
+		"td_flags": l.tdFlags, "td_team": l.tdTeam, "td_parent": l.tdParent, "task_data": l.tdTaskData,
+		"scheduling_parent": l.tdSchedParent, "exit_frame": l.tdExitFrame, "enter_frame": l.tdEnterFrame,
+		"exit_frame_flags": l.tdExitFlags, "enter_frame_flags": l.tdEnterFlags,
+		"dynamic": l.icvDynamic, "max_active_levels": l.icvMaxActive, "nproc": l.icvNproc, "proc_bind": l.icvProcBind,
+		"r_sched_type": l.icvSchedType, "chunk": l.icvSchedChunk, "default_device": l.icvDefaultDevice,
+		"thread_limit": l.icvThreadLimit, "routine": l.taskRoutine,
+		"lwt parallel_data": l.lwParallelData, "lwt task_data": l.lwTaskData, "lwt scheduling_parent": l.lwSchedParent,
+		"lwt exit_frame": l.lwExitFrame, "lwt enter_frame": l.lwEnterFrame, "lwt exit_frame_flags": l.lwExitFlags,
+		"lwt enter_frame_flags": l.lwEnterFlags, "lwt parent": l.lwParent,
+		"nested nth": l.nestedNth, "nested nth used": l.nestedNthUsed, "nested bind_types": l.nestedBind,
+		"nested bind used": l.nestedBindUsed,
+	} {
+		if f.off > maxStruct || f.size == 0 || f.size > 8 {
+			errs = append(errs, fmt.Errorf("layout: %s at offset %d, %d bytes", name, f.off, f.size))
+		}
+	}
+	if l.taskdataSize > maxStruct || l.infoSize > maxStruct || l.teamT > maxStruct {
+		errs = append(errs, fmt.Errorf("layout: structure sizes out of range"))
+	}
+	if len(errs) > 0 {
+		return wrapErr(ErrIncompatible, errors.Join(errs...), "runtime layout tables")
+	}
 	check := func(name string, ok bool) {
 		if !ok {
 			errs = append(errs, fmt.Errorf("layout: %s", name))
@@ -309,7 +339,8 @@ func (l *layout) finish(ptr uint64) error {
 		"t_nproc": l.tNproc, "t_level": l.tLevel, "t_active_level": l.tActiveLevel, "t_master_tid": l.tMasterTid,
 		"td_flags": l.tdFlags, "dynamic": l.icvDynamic, "max_active_levels": l.icvMaxActive, "nproc": l.icvNproc,
 		"proc_bind": l.icvProcBind, "r_sched_type": l.icvSchedType, "chunk": l.icvSchedChunk,
-		"default_device": l.icvDefaultDevice, "thread_limit": l.icvThreadLimit, "used": l.nestedNthUsed} {
+		"default_device": l.icvDefaultDevice, "thread_limit": l.icvThreadLimit, "used": l.nestedNthUsed,
+		"bind used": l.nestedBindUsed} {
 		check(name+" has an odd size", isInt(f))
 	}
 	check("sizeof(int) is odd", l.intSize == 4 || l.intSize == 2 || l.intSize == 8)

@@ -2,6 +2,8 @@ package ompd
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/ompd-go/ompd/target"
@@ -16,6 +18,10 @@ const pageSize = 4096
 // maxCached bounds the memory cache; past it the cache starts over.
 const maxCached = 256 << 20
 
+// maxRead bounds one read, so that a corrupt size cannot make this package
+// allocate without bound.
+const maxRead = 64 << 20
+
 // memory reads target memory through a page cache. Cached pages are never
 // modified, only dropped (by refresh), so slices into them can be handed to
 // concurrent readers.
@@ -26,6 +32,7 @@ type memory struct {
 
 	mu    sync.Mutex
 	pages map[uint64][]byte
+	bad   map[uint64]bool // pages the target could not read whole
 	bytes int
 }
 
@@ -35,6 +42,7 @@ func newMemory(t target.Target) *memory {
 		order:   t.ByteOrder(),
 		ptrSize: t.Sizes().Pointer,
 		pages:   make(map[uint64][]byte),
+		bad:     make(map[uint64]bool),
 	}
 }
 
@@ -42,6 +50,7 @@ func newMemory(t target.Target) *memory {
 func (m *memory) refresh() {
 	m.mu.Lock()
 	m.pages = make(map[uint64][]byte)
+	m.bad = make(map[uint64]bool)
 	m.bytes = 0
 	m.mu.Unlock()
 }
@@ -52,6 +61,9 @@ func (m *memory) refresh() {
 func (m *memory) read(addr uint64, n int) ([]byte, error) {
 	if n <= 0 {
 		return nil, nil
+	}
+	if n > maxRead {
+		return nil, &target.ReadError{Addr: addr, Size: n, Err: fmt.Errorf("read larger than %d bytes refused", maxRead)}
 	}
 	if addr+uint64(n) < addr {
 		return nil, &target.ReadError{Addr: addr, Size: n, Err: target.ErrNoMemory}
@@ -109,12 +121,19 @@ func (m *memory) direct(addr uint64, n int, pageErr error) ([]byte, error) {
 func (m *memory) page(pg uint64) ([]byte, error) {
 	m.mu.Lock()
 	p, ok := m.pages[pg]
+	bad := m.bad[pg]
 	m.mu.Unlock()
 	if ok {
 		return p, nil
 	}
+	if bad {
+		return nil, errBadPage
+	}
 	p = make([]byte, pageSize)
 	if err := m.t.ReadMemory(p, pg); err != nil {
+		m.mu.Lock()
+		m.bad[pg] = true
+		m.mu.Unlock()
 		return nil, err
 	}
 	m.store(pg, p)
@@ -127,6 +146,10 @@ func (m *memory) fill(first, last uint64) error {
 	var missing []uint64
 	m.mu.Lock()
 	for pg := first; ; pg += pageSize {
+		if m.bad[pg] {
+			m.mu.Unlock()
+			return errBadPage
+		}
 		if _, ok := m.pages[pg]; !ok {
 			missing = append(missing, pg)
 		}
@@ -165,6 +188,10 @@ func (m *memory) store(pg uint64, p []byte) {
 		m.bytes += len(p)
 	}
 }
+
+// errBadPage marks a page known not to be readable whole; reads touching it
+// go to the target exactly.
+var errBadPage = errors.New("page not readable whole")
 
 // view is a decoded window onto one runtime structure.
 type view struct {

@@ -203,6 +203,11 @@ func (p Parallel) Enclosing() (Parallel, error) {
 	if err != nil {
 		return Parallel{}, err
 	}
+	if pt.level >= p.level {
+		// Levels must fall going outwards; anything else is a cycle
+		// or corrupt memory, and would make a walk endless.
+		return Parallel{}, errorf(ErrCorrupt, "%v: enclosing team %#x is at level %d", p, ti.parent, pt.level)
+	}
 	return Parallel{as: p.as, team: ti.parent, level: pt.level}, nil
 }
 

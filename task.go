@@ -228,7 +228,9 @@ func (t Task) Parallel() (Parallel, error) {
 
 // Generating returns the task that created t, its generating ancestor
 // (ompd_get_generating_task_handle). The initial task gives an error
-// matching ErrUnavailable.
+// matching ErrUnavailable. Corrupt memory can link tasks in a cycle; two
+// tasks naming each other give ErrCorrupt, but a loop over Generating should
+// still bound its steps.
 func (t Task) Generating() (Task, error) {
 	ti, err := t.resolve()
 	if err != nil {
@@ -245,7 +247,28 @@ func (t Task) Generating() (Task, error) {
 	if parent == t.td {
 		return Task{}, errorf(ErrCorrupt, "%v is its own parent", t)
 	}
+	if err := t.as.notChild(parent, t.td, "td_parent"); err != nil {
+		return Task{}, err
+	}
 	return t.as.taskAt(parent)
+}
+
+// notChild fails if the task at parent has child as its own parent (by
+// the given link): a two-task cycle. Longer cycles are not detected here;
+// a walk over Generating or Scheduling must bound itself, as Snapshot does.
+func (as *AddressSpace) notChild(parent, child uint64, link string) error {
+	pv, err := as.taskView(parent)
+	if err != nil {
+		return err
+	}
+	f := as.l.tdParent
+	if link == "scheduling_parent" {
+		f = as.l.tdSchedParent
+	}
+	if pv.f(f) == child {
+		return errorf(ErrCorrupt, "tasks %#x and %#x are each other's %s", parent, child, link)
+	}
+	return nil
 }
 
 // Scheduling returns the task whose execution t interrupted in its thread,
@@ -285,6 +308,9 @@ func (t Task) Scheduling() (Task, error) {
 	}
 	if sp == t.td {
 		return Task{}, errorf(ErrCorrupt, "%v schedules itself", t)
+	}
+	if err := t.as.notChild(sp, t.td, "scheduling_parent"); err != nil {
+		return Task{}, err
 	}
 	return t.as.taskAt(sp)
 }

@@ -166,7 +166,15 @@ func ReadString(t Target, addr uint64, max int) (string, error) {
 			n = pageRem
 		}
 		if err := t.ReadMemory(buf[:n], addr+uint64(len(out))); err != nil {
-			return "", err
+			// The string may end in a mapping smaller than the chunk:
+			// go on one byte at a time before giving up.
+			if n == 1 {
+				return "", err
+			}
+			n = 1
+			if err := t.ReadMemory(buf[:1], addr+uint64(len(out))); err != nil {
+				return "", err
+			}
 		}
 		for i := 0; i < n; i++ {
 			if buf[i] == 0 {
@@ -175,7 +183,7 @@ func ReadString(t Target, addr uint64, max int) (string, error) {
 		}
 		out = append(out, buf[:n]...)
 	}
-	return "", fmt.Errorf("string at %#x longer than %d bytes: %w", addr, max, ErrNoMemory)
+	return "", fmt.Errorf("string at %#x longer than %d bytes", addr, max)
 }
 
 // BitFieldLocator is implemented by targets whose debug information can

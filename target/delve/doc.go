@@ -1,0 +1,62 @@
+// Package delve reads live OpenMP processes for ompd-go through Delve
+// (github.com/go-delve/delve, pinned at v1.27.2: its pkg/proc is not a
+// stable API).
+//
+// A [Target] implements target.Target (and ompd.Symbolizer and
+// target.BitFieldLocator) over a stopped process that Delve controls. A
+// [Process] is such a Target for a process this package started ([Launch])
+// or attached to ([Attach]), with the controls a debugger needs: Continue,
+// breakpoints, Detach, Kill, and [Process.WatchEvents], which reports the
+// OpenMP runtime's parallel, task and thread events as they happen. [New]
+// wraps the target of an existing Delve session instead.
+//
+//	p, err := delve.Launch([]string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
+//	...
+//	defer p.Kill()
+//	_, err = p.RunToFunction(ctx, "stopme")
+//	as, err := ompd.Open(p)
+//	threads, err := as.Threads()
+//
+// Symbols (global and local, from .symtab and .dynsym of the executable and
+// every library Delve lists as loaded, at its load bias), DWARF type sizes
+// and member offsets, and thread-local variables (through glibc's thread
+// descriptors from each thread's fs_base) come from package
+// internal/objfile; Delve supplies the process: memory, threads and their
+// registers, the list of loaded libraries, breakpoints and execution.
+//
+// # Environment of launched programs
+//
+// Delve 1.27's native.Launch gives the program the debugger's own
+// environment and no way to change it. Launch therefore starts the program
+// itself (fork and execve with PTRACE_TRACEME, then a detach that leaves it
+// stopped by SIGSTOP right after execve) with the environment, working
+// directory and standard files of its options ([WithEnv], [WithExtraEnv],
+// [WithDir], [WithStdio]), attaches Delve to it, and runs it to its entry
+// point, where the dynamic loader has loaded its libraries.
+//
+// # Caches
+//
+// While the process stays stopped, a Target caches memory (by page), the
+// thread list and the loaded objects. Process.Continue (and everything that
+// runs the process) drops the caches; a Target from New must be told with
+// Target.Refresh. An ompd.AddressSpace over the Target caches too: call its
+// Refresh after each resume as well, or use [Process.ContinueAndRefresh].
+//
+// # Concurrency
+//
+// Delve's proc package is not safe for concurrent use. Every method of
+// Target and Process takes one mutex, so they are safe for concurrent use;
+// while Continue runs, the others wait for the process to stop (Kill
+// excepted).
+//
+// # Child processes
+//
+// Delve waits for its process with wait4(-1, __WALL): while a Process runs,
+// Delve may collect the exit of other children of the calling program, and
+// a wait for a traced child by anyone else (exec.Cmd.Wait, os.Process.Wait)
+// consumes the ptrace stops that Delve waits for. Programs that use this
+// package should not wait for a process while it is attached, and should not
+// run other child processes while a Process runs.
+//
+// The package supports Linux on amd64 only.
+package delve

@@ -1,0 +1,38 @@
+package delve
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by Process and Target methods, besides the sentinels of
+// package target (target.ErrNotFound, target.ErrNoMemory, ...), which the
+// Target methods wrap as that package documents.
+var (
+	// ErrExited reports that the process has exited (or was killed). The
+	// *ExitError that Continue returns when the program ends matches it,
+	// and so does every later operation on the process.
+	ErrExited = errors.New("process exited")
+	// ErrDetached reports an operation on a process that Detach released.
+	ErrDetached = errors.New("process detached")
+)
+
+// ExitError reports that the process ended while it ran. It matches
+// ErrExited with errors.Is.
+type ExitError struct {
+	Pid int
+	// Status is the exit status, or minus the signal number when a signal
+	// killed the process (-9 after Kill).
+	Status int
+}
+
+// Error describes how the process ended.
+func (e *ExitError) Error() string {
+	if e.Status < 0 {
+		return fmt.Sprintf("process %d killed by signal %d", e.Pid, -e.Status)
+	}
+	return fmt.Sprintf("process %d exited with status %d", e.Pid, e.Status)
+}
+
+// Is makes an ExitError match ErrExited.
+func (e *ExitError) Is(target error) bool { return target == ErrExited }

@@ -1,0 +1,163 @@
+package delve
+
+import (
+	"fmt"
+
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/target"
+)
+
+// image is one object file Delve lists as loaded (Images), opened with
+// package objfile for symbols, DWARF types and thread-local storage.
+type image struct {
+	o   *objfile.Object // nil if it could not be opened
+	err error           // why not
+}
+
+type imageKey struct {
+	path string
+	bias uint64
+}
+
+// setLocked returns the objects loaded in the process at this stop: the
+// executable first, then the shared libraries in load order, each at its
+// load bias (Delve's StaticBase). Objects stay open across stops.
+func (t *Target) setLocked() (*objfile.Set, error) {
+	if t.imagesOK && t.set != nil {
+		return t.set, nil
+	}
+	if err := t.aliveLocked(); err != nil {
+		return nil, err
+	}
+	t.imagesUpdate()
+	var objs []*objfile.Object
+	for _, im := range t.dt.BinInfo().Images {
+		k := imageKey{im.Path, im.StaticBase}
+		e, ok := t.objs[k]
+		if !ok {
+			e = &image{}
+			e.o, e.err = objfile.Open(im.Path, im.StaticBase)
+			t.objs[k] = e
+		}
+		if e.o != nil {
+			objs = append(objs, e.o)
+		}
+	}
+	t.set = objfile.NewSet(objs...)
+	t.imagesOK = true
+	return t.set, nil
+}
+
+// LookupSymbol returns the run-time address of the symbol called name,
+// global or local, from the executable or a loaded library (the executable
+// first, then the libraries in load order; in an object a global definition
+// wins over a local one). A missing symbol is a *target.LookupError wrapping
+// target.ErrNotFound.
+func (t *Target) LookupSymbol(name string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lookupSymbolLocked(name)
+}
+
+func (t *Target) lookupSymbolLocked(name string) (uint64, error) {
+	s, err := t.setLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "symbol", Name: name, Err: err}
+	}
+	return s.Lookup(name)
+}
+
+// LookupThreadLocal returns the address of thread tid's instance of the
+// thread-local variable called name, found through glibc's thread
+// descriptors from the thread's fs_base (see objfile.Set.LookupThreadLocal).
+// An unknown thread wraps target.ErrNoThread; a variable the thread has no
+// storage for yet wraps target.ErrNoMemory.
+func (t *Target) LookupThreadLocal(tid uint64, name string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tp, err := t.threadPointerLocked(tid)
+	if err != nil {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
+	}
+	s, err := t.setLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
+	}
+	return s.LookupThreadLocal(lockedMemory{t}, tp, name)
+}
+
+// TypeSize returns the size of the named C type from the DWARF of the
+// loaded objects (the first that defines it completely).
+func (t *Target) TypeSize(typeName string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, err := t.setLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "type", Name: typeName, Err: err}
+	}
+	return s.TypeSize(typeName)
+}
+
+// FieldOffset returns the byte offset of the named member of the named C
+// struct or union type, from the DWARF of the loaded objects; field may be
+// a dotted path.
+func (t *Target) FieldOffset(typeName, field string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, err := t.setLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return s.FieldOffset(typeName, field)
+}
+
+// BitField returns the bit position and width of the named member of the
+// named struct type (target.BitFieldLocator).
+func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, err := t.setLocked()
+	if err != nil {
+		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return s.BitField(typeName, field)
+}
+
+// SymbolAt returns the name of the function symbol containing addr, in the
+// loaded object whose segments cover it (ompd.Symbolizer).
+func (t *Target) SymbolAt(addr uint64) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, err := t.setLocked()
+	if err != nil {
+		return "", false
+	}
+	return s.SymbolAt(addr)
+}
+
+// ImageInfo describes an object loaded in the process.
+type ImageInfo struct {
+	Path string // as Delve reports it (the executable may be /proc/PID/exe)
+	Bias uint64 // load bias
+	Err  error  // why it could not be opened for lookups, or nil
+}
+
+// Images lists the objects loaded in the process: the executable first,
+// then the shared libraries in load order.
+func (t *Target) Images() ([]ImageInfo, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.setLocked(); err != nil {
+		return nil, err
+	}
+	var out []ImageInfo
+	for _, im := range t.dt.BinInfo().Images {
+		k := imageKey{im.Path, im.StaticBase}
+		info := ImageInfo{Path: im.Path, Bias: im.StaticBase}
+		if e := t.objs[k]; e != nil && e.err != nil {
+			info.Err = fmt.Errorf("open %s: %w", im.Path, e.err)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package delve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/go-delve/delve/pkg/proc"
+
+	"github.com/ompd-go/ompd"
+
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/target"
+)
+
+const pageSize = 4096
+
+// maxCachedPages bounds the memory cache of one stop (64 MiB); beyond it
+// the cache starts over.
+const maxCachedPages = 16384
+
+// Target is a stopped process seen through Delve, as a target.Target. It
+// also implements ompd.Symbolizer (SymbolAt) and target.BitFieldLocator.
+//
+// # Caching
+//
+// While the process stays stopped, Target caches what it read: memory
+// (by 4 KiB page), the thread list with each thread's thread pointer, and
+// the list of loaded images. Process.Continue drops these caches before the
+// process resumes. A Target made with New over a Delve session that resumes
+// the process by itself must be told with Refresh after each stop.
+//
+// An ompd.AddressSpace keeps caches of its own: call its Refresh as well
+// after every resume (Process.ContinueAndRefresh does both).
+//
+// # Concurrency
+//
+// Delve's proc package is not safe for concurrent use; Target serializes
+// every access it makes through one mutex, so its methods are safe for
+// concurrent use. While Process.Continue runs, they wait until the process
+// stops again. Code that uses the underlying *proc.Target directly (a Delve
+// session given to New) must not do so while Target methods run.
+type Target struct {
+	mu sync.Mutex // guards everything below and every use of dt
+	dt *proc.Target
+
+	exited error // set once the process is gone (ErrExited or ErrDetached)
+
+	pages    map[uint64][]byte // page-aligned address -> page, for this stop
+	threads  []target.Thread   // nil until listed in this stop
+	imagesOK bool              // set is current for this stop
+	set      *objfile.Set      // loaded objects, executable first, load order
+	objs     map[imageKey]*image
+}
+
+// New wraps an open, stopped Delve target so that ompd-go can read it. The
+// caller keeps control of the process: after the process ran and stopped
+// again, call Refresh (and the address space's Refresh) before reading.
+// New does not take ownership: Close releases only what Target opened.
+func New(t *proc.Target) (*Target, error) {
+	if t == nil {
+		return nil, errors.New("delve: New: nil target")
+	}
+	if ok, err := t.Valid(); !ok {
+		return nil, fmt.Errorf("delve: New: target not valid: %w", exitedErr(t.Pid(), err))
+	}
+	if a := t.BinInfo().Arch; a == nil || a.Name != "amd64" {
+		name := "unknown"
+		if a != nil {
+			name = a.Name
+		}
+		return nil, fmt.Errorf("delve: New: architecture %s: %w", name, target.ErrUnsupported)
+	}
+	return newTarget(t), nil
+}
+
+func newTarget(t *proc.Target) *Target {
+	return &Target{dt: t, pages: make(map[uint64][]byte), objs: make(map[imageKey]*image)}
+}
+
+// Delve returns the underlying Delve target. Use it only while no Target
+// method runs (see the type's documentation on concurrency).
+func (t *Target) Delve() *proc.Target { return t.dt }
+
+// Refresh drops everything cached from the process (memory, threads, the
+// list of loaded images). Call it after the process ran, when it was
+// resumed through Delve directly rather than through Process.Continue.
+func (t *Target) Refresh() {
+	t.mu.Lock()
+	t.dropCachesLocked()
+	t.mu.Unlock()
+}
+
+func (t *Target) dropCachesLocked() {
+	clear(t.pages)
+	t.threads = nil
+	t.imagesOK = false
+}
+
+// Close closes the object files Target opened for symbol and type lookups
+// (later lookups open them again). It neither detaches from nor kills the
+// process: see Process.Detach and Process.Kill, which close them too.
+func (t *Target) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closeObjectsLocked()
+}
+
+func (t *Target) closeObjectsLocked() error {
+	var errs []error
+	for k, im := range t.objs {
+		if im.o != nil {
+			errs = append(errs, im.o.Close())
+		}
+		delete(t.objs, k)
+	}
+	t.set = nil
+	t.imagesOK = false
+	return errors.Join(errs...)
+}
+
+// aliveLocked reports an error if the process can no longer be read.
+func (t *Target) aliveLocked() error {
+	if t.exited != nil {
+		return t.exited
+	}
+	if ok, err := t.dt.Valid(); !ok {
+		return exitedErr(t.dt.Pid(), err)
+	}
+	return nil
+}
+
+// exitedErr turns Delve's "not valid" error into ours.
+func exitedErr(pid int, err error) error {
+	var pe proc.ErrProcessExited
+	if errors.As(err, &pe) {
+		return &ExitError{Pid: pe.Pid, Status: pe.Status}
+	}
+	if err == nil {
+		return fmt.Errorf("process %d: %w", pid, ErrExited)
+	}
+	if errors.Is(err, proc.ErrProcessDetached) {
+		return fmt.Errorf("process %d: %w", pid, ErrDetached)
+	}
+	return fmt.Errorf("process %d: %w: %w", pid, ErrExited, err)
+}
+
+// ByteOrder returns binary.LittleEndian: Target supports amd64 only.
+func (t *Target) ByteOrder() binary.ByteOrder { return binary.LittleEndian }
+
+// Sizes returns target.LP64.
+func (t *Target) Sizes() target.Sizes { return target.LP64 }
+
+// ReadMemory fills buf with the process's memory at addr, from the cache of
+// this stop where it can. A range not entirely mapped gives a
+// *target.ReadError wrapping target.ErrNoMemory.
+func (t *Target) ReadMemory(buf []byte, addr uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.readLocked(buf, addr)
+}
+
+func (t *Target) readLocked(buf []byte, addr uint64) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	if addr+uint64(len(buf)) < addr {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: target.ErrNoMemory}
+	}
+	if err := t.aliveLocked(); err != nil {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: errors.Join(target.ErrNoMemory, err)}
+	}
+	for done := 0; done < len(buf); {
+		a := addr + uint64(done)
+		pg := a &^ (pageSize - 1)
+		off := int(a - pg)
+		n := min(pageSize-off, len(buf)-done)
+		p, ok := t.pages[pg]
+		if !ok {
+			p = make([]byte, pageSize)
+			if err := t.rawRead(p, pg); err == nil {
+				if len(t.pages) >= maxCachedPages {
+					clear(t.pages)
+				}
+				t.pages[pg] = p
+			} else {
+				// Part of the page may be unmapped: read just what
+				// was asked for, uncached.
+				if err := t.rawRead(buf[done:done+n], a); err != nil {
+					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
+				}
+				done += n
+				continue
+			}
+		}
+		copy(buf[done:done+n], p[off:])
+		done += n
+	}
+	return nil
+}
+
+// rawRead reads through Delve, failing unless all of buf was read.
+func (t *Target) rawRead(buf []byte, addr uint64) error {
+	n, err := t.dt.Memory().ReadMemory(buf, addr)
+	if isESRCH(err) {
+		if m := t.leaderMemory(); m != nil {
+			n, err = m.ReadMemory(buf, addr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", target.ErrNoMemory, err)
+	}
+	if n != len(buf) {
+		return fmt.Errorf("%w: short read (%d of %d bytes)", target.ErrNoMemory, n, len(buf))
+	}
+	return nil
+}
+
+// WriteMemory writes data to the process's memory at addr and updates the
+// cache.
+func (t *Target) WriteMemory(addr uint64, data []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.writeLocked(addr, data)
+}
+
+func (t *Target) writeLocked(addr uint64, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if err := t.aliveLocked(); err != nil {
+		return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: errors.Join(target.ErrNoMemory, err)}
+	}
+	n, err := t.dt.Memory().WriteMemory(addr, data)
+	if isESRCH(err) {
+		if m := t.leaderMemory(); m != nil {
+			n, err = m.WriteMemory(addr, data)
+		}
+	}
+	if err == nil && n != len(data) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
+	}
+	// Drop the pages touched, whatever happened.
+	for pg := addr &^ (pageSize - 1); pg < addr+uint64(len(data)); pg += pageSize {
+		delete(t.pages, pg)
+		if pg+pageSize < pg {
+			break
+		}
+	}
+	if err != nil {
+		return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: fmt.Errorf("%w: %w", target.ErrNoMemory, err)}
+	}
+	return nil
+}
+
+// Threads lists the process's threads by kernel thread id, each with its
+// thread pointer (fs_base), ascending by id.
+func (t *Target) Threads() ([]target.Thread, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ths, err := t.threadsLocked()
+	return slices.Clone(ths), err
+}
+
+func (t *Target) threadsLocked() ([]target.Thread, error) {
+	if t.threads != nil {
+		return t.threads, nil
+	}
+	if err := t.aliveLocked(); err != nil {
+		return nil, err
+	}
+	var out []target.Thread
+	for _, th := range t.dt.ThreadList() {
+		tt := target.Thread{ID: uint64(th.ThreadID())}
+		if regs, err := th.Registers(); err == nil && regs != nil {
+			tt.Pointer = regs.TLS()
+		}
+		out = append(out, tt)
+	}
+	slices.SortFunc(out, func(a, b target.Thread) int { return compareUint(a.ID, b.ID) })
+	t.threads = out
+	return out, nil
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// threadPointerLocked returns the thread pointer of the thread with kernel
+// id tid.
+func (t *Target) threadPointerLocked(tid uint64) (uint64, error) {
+	ths, err := t.threadsLocked()
+	if err != nil {
+		return 0, err
+	}
+	for _, th := range ths {
+		if th.ID == tid {
+			if th.Pointer == 0 {
+				return 0, fmt.Errorf("thread %d: thread pointer unknown: %w", tid, target.ErrUnsupported)
+			}
+			return th.Pointer, nil
+		}
+	}
+	return 0, fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)
+}
+
+// lockedMemory reads target memory with t.mu already held.
+type lockedMemory struct{ t *Target }
+
+func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.readLocked(buf, addr) }
+
+var (
+	_ target.Target          = (*Target)(nil)
+	_ target.BitFieldLocator = (*Target)(nil)
+	_ ompd.Symbolizer        = (*Target)(nil)
+)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/objfile"
 	"os"
 	"os/exec"
 	"strings"
@@ -58,7 +60,28 @@ type launchConfig struct {
 	stdin          *os.File
 	stdout, stderr *os.File
 	debugInfoDirs  []string
+	debugDirsSet   bool
+	debuginfod     *DebuginfodClient
+	debuginfodEnv  bool
 }
+
+// objOptions are the objfile options the configuration asks for: where
+// separate debug files of stripped objects (libomp, typically) are looked
+// for.
+func (c *launchConfig) objOptions() []objfile.Option {
+	o := debuginfo.Options{Debuginfod: c.debuginfod}
+	if c.debugDirsSet {
+		o.DebugDirs = append([]string{}, c.debugInfoDirs...)
+	}
+	if c.debuginfodEnv && o.Debuginfod == nil {
+		o.Debuginfod = debuginfo.ClientFromEnv(os.Getenv)
+	}
+	return []objfile.Option{objfile.WithDebugInfo(o)}
+}
+
+// DebuginfodClient fetches separate debug files from debuginfod servers
+// (the same type as core.DebuginfodClient).
+type DebuginfodClient = debuginfo.Client
 
 // WithEnv sets the whole environment of the launched program, as
 // exec.Cmd.Env does. Without it the program inherits the caller's
@@ -87,10 +110,26 @@ func WithStdio(stdin, stdout, stderr *os.File) Option {
 	return func(c *launchConfig) { c.stdin, c.stdout, c.stderr = stdin, stdout, stderr }
 }
 
-// WithDebugInfoDirs sets the directories where Delve looks for separate
-// debug information files.
+// WithDebugInfoDirs sets the global debug directories where separate
+// debug files are looked for, by build-id (DIR/.build-id/xx/rest.debug) and
+// by debuglink, both by Delve and by this package's symbol lookups (which
+// need libomp's local symbols). Without it /usr/lib/debug is searched; with
+// no directories, none is. A debug file of another build is never used.
 func WithDebugInfoDirs(dirs ...string) Option {
-	return func(c *launchConfig) { c.debugInfoDirs = dirs }
+	return func(c *launchConfig) { c.debugInfoDirs, c.debugDirsSet = dirs, true }
+}
+
+// WithDebuginfod makes symbol lookups fetch missing debug files from the
+// client's debuginfod servers; nil means no server (the default).
+func WithDebuginfod(client *DebuginfodClient) Option {
+	return func(c *launchConfig) { c.debuginfod = client }
+}
+
+// WithDebuginfodFromEnv uses the debuginfod servers of the environment
+// (DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT), read when
+// Launch, Attach or New runs.
+func WithDebuginfodFromEnv() Option {
+	return func(c *launchConfig) { c.debuginfodEnv = true }
 }
 
 // Launch starts the program argv[0] (searched in PATH if it contains no
@@ -149,7 +188,7 @@ func Launch(argv []string, opts ...Option) (*Process, error) {
 		reap(pid)
 		return nil, fmt.Errorf("delve: launch %s: attach: %w", argv[0], err)
 	}
-	p := newProcess(grp, pid, true)
+	p := newProcess(grp, pid, true, c.objOptions())
 	if err := p.runToEntry(); err != nil {
 		_ = p.Kill()
 		return nil, fmt.Errorf("delve: launch %s: %w", argv[0], err)
@@ -184,17 +223,24 @@ func mergeEnv(env, extra []string) []string {
 // for it (exec.Cmd.Wait, os.Process.Wait) while it is attached: a wait for a
 // traced child consumes the ptrace stops that Delve waits for, and Attach or
 // Continue would hang. Wait after Detach.
-func Attach(pid int) (*Process, error) {
-	grp, err := native.Attach(pid, nil, nil)
+//
+// Of the options, only the debug-information ones (WithDebugInfoDirs,
+// WithDebuginfod, WithDebuginfodFromEnv) apply to an attached process.
+func Attach(pid int, opts ...Option) (*Process, error) {
+	var c launchConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	grp, err := native.Attach(pid, nil, c.debugInfoDirs)
 	if err != nil {
 		return nil, fmt.Errorf("delve: attach %d: %w", pid, err)
 	}
-	return newProcess(grp, pid, false), nil
+	return newProcess(grp, pid, false, c.objOptions()), nil
 }
 
-func newProcess(grp *proc.TargetGroup, pid int, child bool) *Process {
+func newProcess(grp *proc.TargetGroup, pid int, child bool, objOpts []objfile.Option) *Process {
 	return &Process{
-		Target: newTarget(grp.Selected),
+		Target: newTarget(grp.Selected, objOpts),
 		grp:    grp,
 		pid:    pid,
 		child:  child,

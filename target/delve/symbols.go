@@ -36,7 +36,7 @@ func (t *Target) setLocked() (*objfile.Set, error) {
 		e, ok := t.objs[k]
 		if !ok {
 			e = &image{}
-			e.o, e.err = objfile.Open(im.Path, im.StaticBase)
+			e.o, e.err = objfile.Open(im.Path, im.StaticBase, t.objOpts...)
 			t.objs[k] = e
 		}
 		if e.o != nil {

@@ -53,13 +53,17 @@ type Target struct {
 	imagesOK bool              // set is current for this stop
 	set      *objfile.Set      // loaded objects, executable first, load order
 	objs     map[imageKey]*image
+	objOpts  []objfile.Option // how objects find separate debug files
 }
 
 // New wraps an open, stopped Delve target so that ompd-go can read it. The
 // caller keeps control of the process: after the process ran and stopped
 // again, call Refresh (and the address space's Refresh) before reading.
 // New does not take ownership: Close releases only what Target opened.
-func New(t *proc.Target) (*Target, error) {
+//
+// Of the options, only the debug-information ones (WithDebugInfoDirs,
+// WithDebuginfod, WithDebuginfodFromEnv) apply.
+func New(t *proc.Target, opts ...Option) (*Target, error) {
 	if t == nil {
 		return nil, errors.New("delve: New: nil target")
 	}
@@ -73,11 +77,15 @@ func New(t *proc.Target) (*Target, error) {
 		}
 		return nil, fmt.Errorf("delve: New: architecture %s: %w", name, target.ErrUnsupported)
 	}
-	return newTarget(t), nil
+	var c launchConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return newTarget(t, c.objOptions()), nil
 }
 
-func newTarget(t *proc.Target) *Target {
-	return &Target{dt: t, pages: make(map[uint64][]byte), objs: make(map[imageKey]*image)}
+func newTarget(t *proc.Target, objOpts []objfile.Option) *Target {
+	return &Target{dt: t, pages: make(map[uint64][]byte), objs: make(map[imageKey]*image), objOpts: objOpts}
 }
 
 // Delve returns the underlying Delve target. Use it only while no Target

@@ -1,0 +1,84 @@
+package delve
+
+import (
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+)
+
+// TestStrippedRuntimeLive runs the nested fixture against a copy of the
+// runtime stripped as distributions strip it, its debug file kept apart,
+// and reads the live process: without debug information the runtime is
+// reported as unreadable (not absent), with a debug directory or a
+// debuginfod server every answer matches the program's truth.
+func TestStrippedRuntimeLive(t *testing.T) {
+	s := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantOMPD))
+	r := newRun(t, fixtures.Nested)
+	r.exe = fixtures.BuildWith(t, fixtures.Nested, s.RuntimeInfo)
+
+	stop := func(t *testing.T, opts ...Option) *Process {
+		t.Helper()
+		p, err := Launch([]string{r.exe}, append([]Option{WithEnv(r.env)}, opts...)...)
+		unavailable(t, err)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Kill() })
+		_, err = p.RunToFunction(testContext(t), "stopme")
+		require.NoError(t, err)
+		return p
+	}
+
+	t.Run("no debug information", func(t *testing.T) {
+		p := stop(t, WithDebugInfoDirs())
+		_, err := ompd.Open(p)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ompd.ErrIncompatible)
+		assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
+	})
+
+	t.Run("debug directory", func(t *testing.T) {
+		dir := t.TempDir()
+		link := s.BuildIDPath(dir)
+		require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+		require.NoError(t, os.Symlink(s.DebugFile, link))
+		p := stop(t, WithDebugInfoDirs(dir))
+		as, err := ompd.Open(p)
+		require.NoError(t, err)
+		defer as.Close()
+		ompdtest.CheckTruth(t, as, r.truth(t))
+	})
+
+	t.Run("debuginfod", func(t *testing.T) {
+		data, err := os.ReadFile(s.DebugFile)
+		require.NoError(t, err)
+		want := "/buildid/" + hex.EncodeToString(s.BuildID) + "/debuginfo"
+		var hits atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.URL.Path != want {
+				http.NotFound(w, req)
+				return
+			}
+			hits.Add(1)
+			w.Write(data)
+		}))
+		defer srv.Close()
+		client := &DebuginfodClient{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
+		p := stop(t, WithDebugInfoDirs(), WithDebuginfod(client))
+		as, err := ompd.Open(p)
+		require.NoError(t, err)
+		defer as.Close()
+		ompdtest.CheckTruth(t, as, r.truth(t))
+		assert.Equal(t, int32(1), hits.Load(), "the debug file is downloaded once")
+	})
+}

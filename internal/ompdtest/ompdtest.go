@@ -471,6 +471,38 @@ func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, trac
 			require.NotNil(t, tt)
 			th := Thread(t, as, tt)
 			chain := Tasks(t, th)
+			// The task the current one interrupted in this thread is
+			// on the thread's own task stack: its creator when it ran
+			// undeferred, or the task that reached the scheduling point
+			// (a taskwait) where it was picked up.
+			if tk.Kind == "explicit" {
+				sched, err := chain[0].Scheduling()
+				if tracking {
+					require.NoError(t, err)
+					assert.Contains(t, chain[1:], sched, "scheduling ancestor of %s is on its thread's task stack", tk.Label)
+				} else {
+					// The runtime records scheduling parents only for
+					// a debugger or tool (OMPT).
+					assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
+				}
+			}
+			// No OMPT tool assigned ids in the fixtures.
+			for _, k := range chain {
+				id, err := k.ID()
+				if err == nil {
+					assert.Zero(t, id, "task id of %v without a tool", k)
+				} else {
+					assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
+				}
+			}
+			for _, p := range Regions(t, th) {
+				id, err := p.ID()
+				if err == nil {
+					assert.Zero(t, id, "parallel id of %v without a tool", p)
+				} else {
+					assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
+				}
+			}
 			// Walk the truth's generating chain alongside.
 			cur := tk
 			for i, k := range chain {

@@ -73,22 +73,35 @@ func noteBuildID(s *elf.Section, order binary.ByteOrder) []byte {
 	if err != nil {
 		return nil
 	}
+	return ParseBuildID(data, order)
+}
+
+// ParseBuildID returns the GNU build-id (NT_GNU_BUILD_ID) among the ELF
+// notes in data, or nil. Malformed notes end the search.
+func ParseBuildID(data []byte, order binary.ByteOrder) []byte {
 	for len(data) >= 12 {
 		namesz := uint64(order.Uint32(data[0:4]))
 		descsz := uint64(order.Uint32(data[4:8]))
 		typ := order.Uint32(data[8:12])
 		data = data[12:]
 		nameEnd := (namesz + 3) &^ 3
-		descEnd := (descsz + 3) &^ 3
-		if nameEnd > uint64(len(data)) || nameEnd+descEnd > uint64(len(data)) {
+		if nameEnd > uint64(len(data)) {
 			return nil
 		}
 		name := data[:namesz]
-		desc := data[nameEnd : nameEnd+descsz]
-		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) { // NT_GNU_BUILD_ID
+		data = data[nameEnd:]
+		if descsz > uint64(len(data)) {
+			return nil
+		}
+		desc := data[:descsz]
+		descEnd := (descsz + 3) &^ 3
+		if descEnd > uint64(len(data)) {
+			descEnd = uint64(len(data))
+		}
+		data = data[descEnd:]
+		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && descsz > 0 { // NT_GNU_BUILD_ID
 			return append([]byte(nil), desc...)
 		}
-		data = data[nameEnd+descEnd:]
 	}
 	return nil
 }

@@ -392,31 +392,7 @@ func (o *Object) readNotes() {
 // ParseBuildID returns the descriptor of the first NT_GNU_BUILD_ID note
 // (owner "GNU") in data, a sequence of ELF notes, or nil.
 func ParseBuildID(data []byte, order binary.ByteOrder) []byte {
-	for len(data) >= 12 {
-		namesz := uint64(order.Uint32(data[0:4]))
-		descsz := uint64(order.Uint32(data[4:8]))
-		typ := order.Uint32(data[8:12])
-		data = data[12:]
-		nameEnd := (namesz + 3) &^ 3
-		if nameEnd > uint64(len(data)) {
-			return nil
-		}
-		name := data[:namesz]
-		data = data[nameEnd:]
-		descEnd := (descsz + 3) &^ 3
-		if descsz > uint64(len(data)) {
-			return nil
-		}
-		desc := data[:descsz]
-		if descEnd > uint64(len(data)) {
-			descEnd = uint64(len(data))
-		}
-		data = data[descEnd:]
-		if typ == ntGNUBuildID && string(bytes.TrimRight(name, "\x00")) == "GNU" && descsz > 0 {
-			return append([]byte(nil), desc...)
-		}
-	}
-	return nil
+	return debuginfo.ParseBuildID(data, order)
 }
 
 // DebugLinkCRC computes the CRC-32 that .gnu_debuglink records for the
@@ -613,6 +589,3 @@ type dwarfState struct {
 	index map[string]typeEntry
 	err   error
 }
-
-// ntGNUBuildID is the type of the GNU build-id note.
-const ntGNUBuildID = 3

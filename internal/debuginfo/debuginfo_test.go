@@ -15,20 +15,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
 // requireTools fails under CI=true and skips elsewhere when a tool is
 // missing.
 func requireTools(t *testing.T, tools ...string) {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required: %v", tool, err)
-			}
-			t.Skipf("%s not available: %v", tool, err)
-		}
-	}
+	fixtures.RequireTool(t, tools...)
 }
 
 func run(t *testing.T, name string, args ...string) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/libompd"
 	"github.com/ompd-go/ompd/target"
 )
@@ -24,10 +25,7 @@ func libraryPath(t testing.TB) string {
 		_, err = os.Stat(path)
 	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("libompd.so not available (run scripts/build-runtime.sh): %v", err)
-		}
-		t.Skipf("libompd.so not available (run scripts/build-runtime.sh): %v", err)
+		fixtures.Unavailable(t, "libompd.so not available (run scripts/build-runtime.sh): %v", err)
 	}
 	return path
 }

@@ -17,18 +17,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/target"
 )
 
 // requireGCC skips the test without gcc, or fails it in CI (CI=true).
 func requireGCC(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("gcc is required in CI: %v", err)
-		}
-		t.Skipf("gcc not found: %v", err)
-	}
+	fixtures.RequireTool(t, "gcc")
 }
 
 // buildTypes compiles testdata/types.c and dup.c with the given DWARF

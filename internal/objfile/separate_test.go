@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -27,14 +28,7 @@ import (
 func stripped(t *testing.T, stripArgs ...string) (exe, debug, orig string) {
 	t.Helper()
 	orig, _ = buildTypes(t, "-gdwarf-5")
-	for _, tool := range []string{"objcopy", "strip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI: %v", tool, err)
-			}
-			t.Skipf("%s not found: %v", tool, err)
-		}
-	}
+	fixtures.RequireTool(t, "objcopy", "strip")
 	dir := t.TempDir()
 	exe = filepath.Join(dir, "bin", "types")
 	debug = filepath.Join(dir, "kept", "types.debug")

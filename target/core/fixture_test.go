@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
 // fixture is testdata/prog.c built with gcc, run under gdb up to stopme()
@@ -55,14 +57,7 @@ func TestMain(m *testing.M) {
 // running in CI (CI=true), where they must be installed.
 func requireTools(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"gcc", "gdb"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI: %v", tool, err)
-			}
-			t.Skipf("%s not found: %v", tool, err)
-		}
-	}
+	fixtures.RequireTool(t, "gcc", "gdb")
 }
 
 // getFixture builds the program and its core, or fails the test.

@@ -50,6 +50,21 @@ type threadIndex struct {
 	byPthread map[uint64]int32 // ds_thread -> gtid
 }
 
+// threadTable reads the runtime's thread table: the address of the
+// __kmp_threads array and its capacity, as the runtime has them now.
+func (as *AddressSpace) threadTable() (arr uint64, capacity int64, err error) {
+	capacity, err = as.global("__kmp_threads_capacity", 4, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	tab, err := as.sym("__kmp_threads")
+	if err != nil {
+		return 0, 0, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
+	}
+	arr, err = as.readPtr(tab, "__kmp_threads")
+	return arr, capacity, err
+}
+
 // index reads (once per stop) the runtime's thread table __kmp_threads.
 func (as *AddressSpace) index() (*threadIndex, error) {
 	if err := as.check(); err != nil {
@@ -60,7 +75,7 @@ func (as *AddressSpace) index() (*threadIndex, error) {
 	if as.idx != nil {
 		return as.idx, nil
 	}
-	capacity, err := as.global("__kmp_threads_capacity", 4, true)
+	arr, capacity, err := as.threadTable()
 	if err != nil {
 		return nil, err
 	}
@@ -68,19 +83,7 @@ func (as *AddressSpace) index() (*threadIndex, error) {
 		return nil, errorf(ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
 	}
 	idx := &threadIndex{byAddr: make(map[uint64]int32), byPthread: make(map[uint64]int32)}
-	if capacity == 0 {
-		as.idx = idx
-		return idx, nil
-	}
-	tab, err := as.sym("__kmp_threads")
-	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
-	}
-	arr, err := as.readPtr(tab, "__kmp_threads")
-	if err != nil {
-		return nil, err
-	}
-	if arr == 0 {
+	if capacity == 0 || arr == 0 {
 		as.idx = idx
 		return idx, nil
 	}
@@ -258,15 +261,7 @@ func (t Thread) info() (view, error) {
 	if err := as.check(); err != nil {
 		return view{}, err
 	}
-	tab, err := as.sym("__kmp_threads")
-	if err != nil {
-		return view{}, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
-	}
-	arr, err := as.readPtr(tab, "__kmp_threads")
-	if err != nil {
-		return view{}, err
-	}
-	capacity, err := as.global("__kmp_threads_capacity", 4, true)
+	arr, capacity, err := as.threadTable()
 	if err != nil {
 		return view{}, err
 	}

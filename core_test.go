@@ -34,21 +34,31 @@ func openCore(t *testing.T, name string, args ...string) (*fixtures.Stop, *ompd.
 	return stop, as
 }
 
-// TestFixtureCores compares every answer of the API on each fixture's core
-// with what the program itself recorded at the stop.
-func TestFixtureCores(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
+// fixtureCase is a fixture and its arguments.
+type fixtureCase struct {
+	name string
+	args []string
+}
+
+func (c fixtureCase) String() string { return strings.Join(append([]string{c.name}, c.args...), "-") }
+
+// fixtureCases lists every fixture, the many fixture with the given
+// number of threads.
+func fixtureCases(manyThreads string) []fixtureCase {
+	return []fixtureCase{
 		{fixtures.Nested, nil},
 		{fixtures.Serialized, nil},
 		{fixtures.Tasks, nil},
 		{fixtures.ICVs, nil},
-		{fixtures.Many, []string{"256"}},
+		{fixtures.Many, []string{manyThreads}},
 	}
-	for _, c := range cases {
-		t.Run(strings.Join(append([]string{c.name}, c.args...), "-"), func(t *testing.T) {
+}
+
+// TestFixtureCores compares every answer of the API on each fixture's core
+// with what the program itself recorded at the stop.
+func TestFixtureCores(t *testing.T) {
+	for _, c := range fixtureCases("256") {
+		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			stop, as := openCore(t, c.name, c.args...)
 			ompdtest.CheckTruth(t, as, stop.Truth)

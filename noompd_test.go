@@ -1,7 +1,6 @@
 package ompd_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,18 +16,8 @@ import (
 // without OMPD support (still with OMP_DEBUG=enabled, which it ignores) and
 // checks every answer its structures give, read through its DWARF.
 func TestNoOMPDRuntimeCores(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{fixtures.Nested, nil},
-		{fixtures.Serialized, nil},
-		{fixtures.Tasks, nil},
-		{fixtures.ICVs, nil},
-		{fixtures.Many, []string{"64"}},
-	}
-	for _, c := range cases {
-		t.Run(strings.Join(append([]string{c.name}, c.args...), "-"), func(t *testing.T) {
+	for _, c := range fixtureCases("64") {
+		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			info := fixtures.RuntimeVariant(t, fixtures.VariantNoOMPD)
 			stop := fixtures.CoreWith(t, info, c.name, c.args...)

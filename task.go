@@ -247,7 +247,7 @@ func (t Task) Generating() (Task, error) {
 	if parent == t.td {
 		return Task{}, errorf(ErrCorrupt, "%v is its own parent", t)
 	}
-	if err := t.as.notChild(parent, t.td, "td_parent"); err != nil {
+	if err := t.as.notChild(parent, t.td, t.as.l.tdParent, "td_parent"); err != nil {
 		return Task{}, err
 	}
 	return t.as.taskAt(parent)
@@ -256,17 +256,13 @@ func (t Task) Generating() (Task, error) {
 // notChild fails if the task at parent has child as its own parent (by
 // the given link): a two-task cycle. Longer cycles are not detected here;
 // a walk over Generating or Scheduling must bound itself, as Snapshot does.
-func (as *AddressSpace) notChild(parent, child uint64, link string) error {
+func (as *AddressSpace) notChild(parent, child uint64, link field, name string) error {
 	pv, err := as.taskView(parent)
 	if err != nil {
 		return err
 	}
-	f := as.l.tdParent
-	if link == "scheduling_parent" {
-		f = as.l.tdSchedParent
-	}
-	if pv.f(f) == child {
-		return errorf(ErrCorrupt, "tasks %#x and %#x are each other's %s", parent, child, link)
+	if pv.f(link) == child {
+		return errorf(ErrCorrupt, "tasks %#x and %#x are each other's %s", parent, child, name)
 	}
 	return nil
 }
@@ -309,7 +305,7 @@ func (t Task) Scheduling() (Task, error) {
 	if sp == t.td {
 		return Task{}, errorf(ErrCorrupt, "%v schedules itself", t)
 	}
-	if err := t.as.notChild(sp, t.td, "scheduling_parent"); err != nil {
+	if err := t.as.notChild(sp, t.td, t.as.l.tdSchedParent, "scheduling_parent"); err != nil {
 		return Task{}, err
 	}
 	return t.as.taskAt(sp)

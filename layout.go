@@ -272,8 +272,58 @@ func maxU(a, b uint64) uint64 {
 // corrupt tables cannot make this package allocate without bound.
 const maxStruct = 1 << 20
 
-// finish computes read extents and checks that the layout is sane.
+// Kinds of decoded fields, for the layout checks.
+const (
+	anyField = iota // 1 to 8 bytes
+	ptrField        // pointer-sized
+	intField        // 1, 2, 4 or 8 bytes
+)
+
+// finish checks that the layout is sane and computes read extents.
 func (l *layout) finish(ptr uint64) error {
+	fields := []struct {
+		name string
+		f    field
+		kind int
+	}{
+		{"th_team", l.thTeam, ptrField}, {"th_current_task", l.thCurrentTask, ptrField},
+		{"ds_thread", l.thThread, intField}, {"ds_tid", l.thTid, intField},
+		{"state", l.thState, intField}, {"wait_id", l.thWaitID, intField}, {"thread_data", l.thThreadData, anyField},
+		{"t_threads", l.tThreads, ptrField}, {"t_nproc", l.tNproc, intField}, {"t_level", l.tLevel, intField},
+		{"t_active_level", l.tActiveLevel, intField}, {"t_parent", l.tParent, ptrField}, {"t_pkfn", l.tPkfn, ptrField},
+		{"t_implicit_task_taskdata", l.tImplicitTask, ptrField}, {"t_master_tid", l.tMasterTid, intField},
+		{"team parallel_data", l.tParallelData, anyField}, {"ompt_serialized_team_info", l.tSerialInfo, ptrField},
+		{"td_flags", l.tdFlags, intField}, {"td_team", l.tdTeam, ptrField}, {"td_parent", l.tdParent, ptrField},
+		{"task_data", l.tdTaskData, anyField}, {"scheduling_parent", l.tdSchedParent, ptrField},
+		{"exit_frame", l.tdExitFrame, anyField}, {"enter_frame", l.tdEnterFrame, anyField},
+		{"exit_frame_flags", l.tdExitFlags, anyField}, {"enter_frame_flags", l.tdEnterFlags, anyField},
+		{"dynamic", l.icvDynamic, intField}, {"max_active_levels", l.icvMaxActive, intField},
+		{"nproc", l.icvNproc, intField}, {"proc_bind", l.icvProcBind, intField},
+		{"r_sched_type", l.icvSchedType, intField}, {"chunk", l.icvSchedChunk, intField},
+		{"default_device", l.icvDefaultDevice, intField}, {"thread_limit", l.icvThreadLimit, intField},
+		{"routine", l.taskRoutine, ptrField},
+		{"lwt parallel_data", l.lwParallelData, anyField}, {"lwt task_data", l.lwTaskData, anyField},
+		{"lwt scheduling_parent", l.lwSchedParent, anyField}, {"lwt exit_frame", l.lwExitFrame, anyField},
+		{"lwt enter_frame", l.lwEnterFrame, anyField}, {"lwt exit_frame_flags", l.lwExitFlags, anyField},
+		{"lwt enter_frame_flags", l.lwEnterFlags, anyField}, {"lwt parent", l.lwParent, ptrField},
+		{"nested nth", l.nestedNth, ptrField}, {"nested nth used", l.nestedNthUsed, intField},
+		{"nested bind_types", l.nestedBind, ptrField}, {"nested bind used", l.nestedBindUsed, intField},
+	}
+	var errs []error
+	// Every decoded field must lie within a structure of sane size and be
+	// at most 8 bytes; checked one by one, so that no sum can wrap.
+	for _, e := range fields {
+		if e.f.off > maxStruct || e.f.size == 0 || e.f.size > 8 {
+			errs = append(errs, fmt.Errorf("layout: %s at offset %d, %d bytes", e.name, e.f.off, e.f.size))
+		}
+	}
+	if l.taskdataSize > maxStruct || l.infoSize > maxStruct || l.teamT > maxStruct {
+		errs = append(errs, fmt.Errorf("layout: structure sizes out of range"))
+	}
+	if len(errs) > 0 {
+		return wrapErr(ErrIncompatible, errors.Join(errs...), "runtime layout tables")
+	}
+
 	ext := func(fs ...field) uint64 {
 		var e uint64
 		for _, f := range fs {
@@ -287,61 +337,22 @@ func (l *layout) finish(ptr uint64) error {
 		l.icvDynamic, l.icvMaxActive, l.icvNproc, l.icvProcBind, l.icvSchedType, l.icvSchedChunk, l.icvDefaultDevice, l.icvThreadLimit)
 	l.lwExtent = ext(l.lwParallelData, l.lwTaskData, l.lwSchedParent, l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags, l.lwParent)
 
-	var errs []error
-	// Every decoded field must lie within a structure of sane size and be
-	// at most 8 bytes; checked one by one, so that no sum can wrap.
-	for name, f := range map[string]field{
-		"th_team": l.thTeam, "th_current_task": l.thCurrentTask, "ds_thread": l.thThread, "ds_tid": l.thTid,
-		"state": l.thState, "wait_id": l.thWaitID, "thread_data": l.thThreadData,
-		"t_threads": l.tThreads, "t_nproc": l.tNproc, "t_level": l.tLevel, "t_active_level": l.tActiveLevel,
-		"t_parent": l.tParent, "t_pkfn": l.tPkfn, "t_implicit_task_taskdata": l.tImplicitTask,
-		"t_master_tid": l.tMasterTid, "team parallel_data": l.tParallelData, "ompt_serialized_team_info": l.tSerialInfo,
-		"td_flags": l.tdFlags, "td_team": l.tdTeam, "td_parent": l.tdParent, "task_data": l.tdTaskData,
-		"scheduling_parent": l.tdSchedParent, "exit_frame": l.tdExitFrame, "enter_frame": l.tdEnterFrame,
-		"exit_frame_flags": l.tdExitFlags, "enter_frame_flags": l.tdEnterFlags,
-		"dynamic": l.icvDynamic, "max_active_levels": l.icvMaxActive, "nproc": l.icvNproc, "proc_bind": l.icvProcBind,
-		"r_sched_type": l.icvSchedType, "chunk": l.icvSchedChunk, "default_device": l.icvDefaultDevice,
-		"thread_limit": l.icvThreadLimit, "routine": l.taskRoutine,
-		"lwt parallel_data": l.lwParallelData, "lwt task_data": l.lwTaskData, "lwt scheduling_parent": l.lwSchedParent,
-		"lwt exit_frame": l.lwExitFrame, "lwt enter_frame": l.lwEnterFrame, "lwt exit_frame_flags": l.lwExitFlags,
-		"lwt enter_frame_flags": l.lwEnterFlags, "lwt parent": l.lwParent,
-		"nested nth": l.nestedNth, "nested nth used": l.nestedNthUsed, "nested bind_types": l.nestedBind,
-		"nested bind used": l.nestedBindUsed,
-	} {
-		if f.off > maxStruct || f.size == 0 || f.size > 8 {
-			errs = append(errs, fmt.Errorf("layout: %s at offset %d, %d bytes", name, f.off, f.size))
-		}
-	}
-	if l.taskdataSize > maxStruct || l.infoSize > maxStruct || l.teamT > maxStruct {
-		errs = append(errs, fmt.Errorf("layout: structure sizes out of range"))
-	}
-	if len(errs) > 0 {
-		return wrapErr(ErrIncompatible, errors.Join(errs...), "runtime layout tables")
-	}
 	check := func(name string, ok bool) {
 		if !ok {
 			errs = append(errs, fmt.Errorf("layout: %s", name))
 		}
 	}
-	isPtr := func(f field) bool { return f.size == ptr }
-	isInt := func(f field) bool { return f.size == 1 || f.size == 2 || f.size == 4 || f.size == 8 }
-	check("sizeof(kmp_info_t) out of range", l.infoSize > 0 && l.infoSize <= maxStruct && l.thExtent <= l.infoSize)
-	check("sizeof(kmp_taskdata_t) out of range", l.taskdataSize > 0 && l.taskdataSize <= maxStruct && l.taskExtent <= l.taskdataSize)
-	check("team fields out of range", l.teamExtent > 0 && l.teamExtent <= maxStruct && l.teamT <= maxStruct)
+	check("sizeof(kmp_info_t) out of range", l.infoSize > 0 && l.thExtent <= l.infoSize)
+	check("sizeof(kmp_taskdata_t) out of range", l.taskdataSize > 0 && l.taskExtent <= l.taskdataSize)
+	check("team fields out of range", l.teamExtent > 0 && l.teamExtent <= maxStruct)
 	check("lw taskteam fields out of range", l.lwExtent > 0 && l.lwExtent <= maxStruct)
-	for name, f := range map[string]field{"th_team": l.thTeam, "th_current_task": l.thCurrentTask, "t_threads": l.tThreads,
-		"t_parent": l.tParent, "t_pkfn": l.tPkfn, "t_implicit_task_taskdata": l.tImplicitTask, "td_team": l.tdTeam,
-		"td_parent": l.tdParent, "scheduling_parent": l.tdSchedParent, "lwt parent": l.lwParent, "ompt_serialized_team_info": l.tSerialInfo,
-		"nested nth": l.nestedNth, "nested bind_types": l.nestedBind, "routine": l.taskRoutine} {
-		check(name+" is not pointer-sized", isPtr(f))
-	}
-	for name, f := range map[string]field{"ds_thread": l.thThread, "ds_tid": l.thTid, "state": l.thState, "wait_id": l.thWaitID,
-		"t_nproc": l.tNproc, "t_level": l.tLevel, "t_active_level": l.tActiveLevel, "t_master_tid": l.tMasterTid,
-		"td_flags": l.tdFlags, "dynamic": l.icvDynamic, "max_active_levels": l.icvMaxActive, "nproc": l.icvNproc,
-		"proc_bind": l.icvProcBind, "r_sched_type": l.icvSchedType, "chunk": l.icvSchedChunk,
-		"default_device": l.icvDefaultDevice, "thread_limit": l.icvThreadLimit, "used": l.nestedNthUsed,
-		"bind used": l.nestedBindUsed} {
-		check(name+" has an odd size", isInt(f))
+	for _, e := range fields {
+		switch sz := e.f.size; e.kind {
+		case ptrField:
+			check(e.name+" is not pointer-sized", sz == ptr)
+		case intField:
+			check(e.name+" has an odd size", sz == 1 || sz == 2 || sz == 4 || sz == 8)
+		}
 	}
 	check("sizeof(int) is odd", l.intSize == 4 || l.intSize == 2 || l.intSize == 8)
 	if len(errs) > 0 {

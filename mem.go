@@ -73,14 +73,14 @@ func (m *memory) read(addr uint64, n int) ([]byte, error) {
 	if first == last {
 		p, err := m.page(first)
 		if err != nil {
-			return m.direct(addr, n, err)
+			return m.direct(addr, n)
 		}
 		off := addr - first
 		return p[off : off+uint64(n)], nil
 	}
 	out := make([]byte, 0, n)
 	if err := m.fill(first, last); err != nil {
-		return m.direct(addr, n, err)
+		return m.direct(addr, n)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -88,7 +88,7 @@ func (m *memory) read(addr uint64, n int) ([]byte, error) {
 		p, ok := m.pages[pg]
 		if !ok { // dropped by a concurrent refresh: read again, uncached
 			m.mu.Unlock()
-			b, err := m.direct(addr, n, nil)
+			b, err := m.direct(addr, n)
 			m.mu.Lock()
 			return b, err
 		}
@@ -107,10 +107,8 @@ func (m *memory) read(addr uint64, n int) ([]byte, error) {
 	return out, nil
 }
 
-// direct reads exactly [addr, addr+n) without the cache. pageErr, the
-// error of the page read that failed, is returned if the direct read fails
-// too and reports nothing better.
-func (m *memory) direct(addr uint64, n int, pageErr error) ([]byte, error) {
+// direct reads exactly [addr, addr+n) without the cache.
+func (m *memory) direct(addr uint64, n int) ([]byte, error) {
 	b := make([]byte, n)
 	if err := m.t.ReadMemory(b, addr); err != nil {
 		return nil, err

@@ -301,7 +301,7 @@ func TestThreadLocalSynthetic(t *testing.T) {
 	libc, ld := "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"
 	for _, p := range []string{libc, ld} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("needs glibc: %v", err)
+			fixtures.Unavailable(t, "needs glibc: %v", err)
 		}
 	}
 	exe, _ := buildTypes(t, "-gdwarf-5")

@@ -1,4 +1,6 @@
-package ompd_test
+//go:build cgo
+
+package compare_test
 
 import (
 	"errors"

@@ -1,17 +1,16 @@
-package ompd_test
+//go:build cgo
+
+package compare_test
 
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/libompd"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -40,7 +39,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			for _, tk := range []string{"core", "cached"} {
 				tgt := func() target.Target {
 					if tk == "cached" {
-						return newCachedTarget(fx.target)
+						return ompdtest.NewCachedTarget(fx.target)
 					}
 					return fx.target
 				}
@@ -71,14 +70,14 @@ func benchOurs(b *testing.B, t target.Target) {
 	// Warm the target (its symbol tables and DWARF index, loaded once per
 	// core) and the OS's page cache, untimed and uncounted.
 	snapshot(t)
-	ct := &countingTarget{Target: t}
+	ct := &ompdtest.CountingTarget{Target: t}
 	var threads int
-	cpu := cpuTime()
+	cpu := ompdtest.CPUTime()
 	for b.Loop() {
 		threads = snapshot(ct)
 	}
-	reportCPU(b, cpu)
-	reportReads(b, ct.reads.Load(), ct.bytes.Load(), threads)
+	ompdtest.ReportCPU(b, cpu)
+	ompdtest.ReportReads(b, ct.Reads.Load(), ct.Bytes.Load(), threads)
 }
 
 func benchLibompd(b *testing.B, t target.Target) {
@@ -105,119 +104,13 @@ func benchLibompd(b *testing.B, t target.Target) {
 	snapshot() // the same warm-up as for ompd-go
 	before := lib.Counters()
 	var threads int
-	cpu := cpuTime()
+	cpu := ompdtest.CPUTime()
 	for b.Loop() {
 		threads = snapshot()
 	}
-	reportCPU(b, cpu)
+	ompdtest.ReportCPU(b, cpu)
 	c := lib.Counters().Sub(before)
-	reportReads(b, c.Reads(), c.BytesRead(), threads)
-}
-
-// cpuTime returns the CPU time (user and system) the process has used.
-// Benchmarks report it per snapshot besides the wall-clock ns/op, which a
-// busy machine inflates.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-}
-
-func reportReads(b *testing.B, reads, bytes uint64, threads int) {
-	n := float64(b.N)
-	b.ReportMetric(float64(reads)/n, "reads/op")
-	b.ReportMetric(float64(bytes)/n, "read-bytes/op")
-	b.ReportMetric(float64(threads), "threads")
-}
-
-// countingTarget counts the memory reads of the target it wraps. It keeps
-// the optional interfaces ompd-go looks for (symbol names of code
-// addresses, bit-field positions).
-type countingTarget struct {
-	target.Target
-	reads, bytes atomic.Uint64
-}
-
-func (c *countingTarget) ReadMemory(buf []byte, addr uint64) error {
-	c.reads.Add(1)
-	c.bytes.Add(uint64(len(buf)))
-	return c.Target.ReadMemory(buf, addr)
-}
-
-func (c *countingTarget) SymbolAt(addr uint64) (string, bool) {
-	if s, ok := c.Target.(ompd.Symbolizer); ok {
-		return s.SymbolAt(addr)
-	}
-	return "", false
-}
-
-func (c *countingTarget) BitField(typeName, field string) (uint64, uint64, error) {
-	if l, ok := c.Target.(target.BitFieldLocator); ok {
-		return l.BitField(typeName, field)
-	}
-	return 0, 0, fmt.Errorf("bit-field %s.%s: %w", typeName, field, target.ErrUnsupported)
-}
-
-// cachedTarget serves reads from a page cache that is never dropped: after
-// a first pass every read is a map lookup and a copy.
-type cachedTarget struct {
-	target.Target
-	mu    sync.Mutex
-	pages map[uint64][]byte // nil entry: the page cannot be read whole
-}
-
-func newCachedTarget(t target.Target) *cachedTarget {
-	return &cachedTarget{Target: t, pages: map[uint64][]byte{}}
-}
-
-func (c *cachedTarget) ReadMemory(buf []byte, addr uint64) error {
-	const page = 4096
-	for done := 0; done < len(buf); {
-		at := addr + uint64(done)
-		pg, off := at&^(page-1), int(at%page)
-		n := min(len(buf)-done, page-off)
-		c.mu.Lock()
-		p, ok := c.pages[pg]
-		c.mu.Unlock()
-		if !ok {
-			p = make([]byte, page)
-			if err := c.Target.ReadMemory(p, pg); err != nil {
-				p = nil
-			}
-			c.mu.Lock()
-			c.pages[pg] = p
-			c.mu.Unlock()
-		}
-		if p == nil { // a partly readable page: read exactly, uncached
-			if err := c.Target.ReadMemory(buf[done:done+n], at); err != nil {
-				return err
-			}
-		} else {
-			copy(buf[done:done+n], p[off:])
-		}
-		done += n
-	}
-	return nil
-}
-
-func (c *cachedTarget) SymbolAt(addr uint64) (string, bool) {
-	if s, ok := c.Target.(ompd.Symbolizer); ok {
-		return s.SymbolAt(addr)
-	}
-	return "", false
-}
-
-func (c *cachedTarget) BitField(typeName, field string) (uint64, uint64, error) {
-	if l, ok := c.Target.(target.BitFieldLocator); ok {
-		return l.BitField(typeName, field)
-	}
-	return 0, 0, fmt.Errorf("bit-field %s.%s: %w", typeName, field, target.ErrUnsupported)
+	ompdtest.ReportReads(b, c.Reads(), c.BytesRead(), threads)
 }
 
 // maxChain bounds the chains the libompd walk follows, as in the differential test.

@@ -39,8 +39,9 @@
 package ompd
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // Version is the OMPD API version this package implements, in the form
@@ -61,83 +62,48 @@ var (
 	// ErrUnavailable (ompd_rc_unavailable): the information asked for does
 	// not exist, for instance the enclosing region of the outermost one, or
 	// a thread that is not an OpenMP thread.
-	ErrUnavailable = errors.New("ompd: unavailable")
+	ErrUnavailable = omprt.ErrUnavailable
 	// ErrStaleHandle (ompd_rc_stale_handle): the runtime object a handle
 	// names was freed or reused since the handle was made.
-	ErrStaleHandle = errors.New("ompd: stale handle")
+	ErrStaleHandle = omprt.ErrStaleHandle
 	// ErrBadInput (ompd_rc_bad_input): an argument is out of range or of
 	// the wrong kind.
-	ErrBadInput = errors.New("ompd: bad input")
+	ErrBadInput = omprt.ErrBadInput
 	// ErrUnsupported (ompd_rc_unsupported): the operation is not supported
 	// for this target or runtime (devices, a thread id kind the platform
 	// lacks).
-	ErrUnsupported = errors.New("ompd: unsupported")
+	ErrUnsupported = omprt.ErrUnsupported
 	// ErrNeedsStateTracking (ompd_rc_needs_state_tracking): the runtime
 	// was not started with OMP_DEBUG=enabled (or an OMPT tool), so it does
 	// not track what is asked for.
-	ErrNeedsStateTracking = errors.New("ompd: needs state tracking (run the program with OMP_DEBUG=enabled)")
+	ErrNeedsStateTracking = omprt.ErrNeedsStateTracking
 	// ErrIncompatible (ompd_rc_incompatible): the target's OpenMP runtime
 	// is not one this package can read.
-	ErrIncompatible = errors.New("ompd: incompatible runtime")
+	ErrIncompatible = omprt.ErrIncompatible
 	// ErrNoRuntime: the target has no OpenMP runtime at all. It also
 	// matches ErrIncompatible, as OMPD reports this case.
-	ErrNoRuntime = &noRuntimeError{}
+	ErrNoRuntime = omprt.ErrNoRuntime
 	// ErrReadFailed (ompd_rc_device_read_error): target memory could not
 	// be read. The target's own error stays reachable with errors.Is.
-	ErrReadFailed = errors.New("ompd: target read failed")
+	ErrReadFailed = omprt.ErrReadFailed
 	// ErrWriteFailed (ompd_rc_device_write_error): target memory could not
 	// be written (for instance a core file, which is read-only).
-	ErrWriteFailed = errors.New("ompd: target write failed")
+	ErrWriteFailed = omprt.ErrWriteFailed
 	// ErrCorrupt: runtime memory is inconsistent (a cycle in a list that
 	// must end, an absurd count, a pointer that must not be null). OMPD
 	// has no code for it; it also matches ErrReadFailed's sibling
 	// ompd_rc_error in spirit and is reported instead of looping or
 	// allocating without bound.
-	ErrCorrupt = errors.New("ompd: runtime memory is inconsistent")
+	ErrCorrupt = omprt.ErrCorrupt
 )
 
-type noRuntimeError struct{}
+// errorf returns an error matching kind, with a context message formatted
+// only when the error is read.
+func errorf(kind error, format string, args ...any) error { return omprt.Errorf(kind, format, args...) }
 
-func (*noRuntimeError) Error() string { return "ompd: no OpenMP runtime in target" }
-
-// Is makes ErrNoRuntime match ErrIncompatible too.
-func (*noRuntimeError) Is(target error) bool { return target == ErrIncompatible }
-
-// opError adds context to a sentinel (and optionally a cause from the
-// target) while keeping both reachable through errors.Is.
-type opError struct {
-	op    string // what was being done, e.g. "thread 3: read kmp_info"
-	kind  error  // one of the sentinels above
-	cause error  // underlying error, may be nil
-}
-
-func (e *opError) Error() string {
-	if e.cause != nil {
-		return fmt.Sprintf("%s: %s: %v", e.op, e.kind.Error(), e.cause)
-	}
-	return fmt.Sprintf("%s: %s", e.op, e.kind.Error())
-}
-
-func (e *opError) Unwrap() []error {
-	if e.cause != nil {
-		return []error{e.kind, e.cause}
-	}
-	return []error{e.kind}
-}
-
-// errorf returns an error matching kind, with a formatted context message.
-func errorf(kind error, format string, args ...any) error {
-	return &opError{op: fmt.Sprintf(format, args...), kind: kind}
-}
-
-// wrapErr returns an error matching kind and cause, with context op. If
-// cause already matches one of this package's sentinels, it is returned
-// with the added context but without a second kind.
+// wrapErr returns an error matching kind and cause, with context. If cause
+// already matches one of this package's sentinels, it is returned with the
+// added context but without a second kind.
 func wrapErr(kind error, cause error, format string, args ...any) error {
-	op := fmt.Sprintf(format, args...)
-	var oe *opError
-	if errors.As(cause, &oe) {
-		return fmt.Errorf("%s: %w", op, cause)
-	}
-	return &opError{op: op, kind: kind, cause: cause}
+	return omprt.Wrap(kind, cause, format, args...)
 }

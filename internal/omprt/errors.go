@@ -1,0 +1,86 @@
+package omprt
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The error sentinels of package ompd. They are defined here so that
+// runtime packages return errors matching them; package ompd re-exports
+// the very same values (ompd.ErrUnavailable == omprt.ErrUnavailable), so
+// errors.Is works across the boundary. Their documentation is package
+// ompd's.
+var (
+	ErrUnavailable        = errors.New("ompd: unavailable")
+	ErrStaleHandle        = errors.New("ompd: stale handle")
+	ErrBadInput           = errors.New("ompd: bad input")
+	ErrUnsupported        = errors.New("ompd: unsupported")
+	ErrNeedsStateTracking = errors.New("ompd: needs state tracking (run the program with OMP_DEBUG=enabled)")
+	ErrIncompatible       = errors.New("ompd: incompatible runtime")
+	ErrNoRuntime          = &noRuntimeError{}
+	ErrReadFailed         = errors.New("ompd: target read failed")
+	ErrWriteFailed        = errors.New("ompd: target write failed")
+	ErrCorrupt            = errors.New("ompd: runtime memory is inconsistent")
+)
+
+type noRuntimeError struct{}
+
+func (*noRuntimeError) Error() string { return "ompd: no OpenMP runtime in target" }
+
+// Is makes ErrNoRuntime match ErrIncompatible too.
+func (*noRuntimeError) Is(target error) bool { return target == ErrIncompatible }
+
+// Error adds context to a sentinel (and optionally a cause) while keeping
+// both reachable through errors.Is. Its message is formatted only when
+// Error is called, so building one on a path where the caller drops it
+// (the end of a chain, an answer a snapshot does not need) costs an
+// allocation, never a Sprintf.
+type Error struct {
+	Kind   error  // one of the sentinels above
+	Cause  error  // underlying error, may be nil
+	Format string // context, formatted with Args when the message is built
+	Args   []any
+	nested bool // Cause already matches a sentinel: do not repeat Kind
+}
+
+func (e *Error) Error() string {
+	op := e.Format
+	if len(e.Args) > 0 {
+		op = fmt.Sprintf(e.Format, e.Args...)
+	}
+	switch {
+	case e.nested:
+		return op + ": " + e.Cause.Error()
+	case e.Cause != nil:
+		return op + ": " + e.Kind.Error() + ": " + e.Cause.Error()
+	}
+	return op + ": " + e.Kind.Error()
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *Error) Unwrap() []error {
+	switch {
+	case e.nested:
+		return []error{e.Cause}
+	case e.Cause != nil:
+		return []error{e.Kind, e.Cause}
+	}
+	return []error{e.Kind}
+}
+
+// Errorf returns an error matching kind, with a context message formatted
+// lazily from format and args.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Format: format, Args: args}
+}
+
+// Wrap returns an error matching kind and cause, with context. If cause
+// already matches one of the sentinels (it is an *Error), the result only
+// adds the context and matches what cause matches.
+func Wrap(kind, cause error, format string, args ...any) error {
+	var e *Error
+	if errors.As(cause, &e) {
+		return &Error{Kind: e.Kind, Cause: cause, Format: format, Args: args, nested: true}
+	}
+	return &Error{Kind: kind, Cause: cause, Format: format, Args: args}
+}

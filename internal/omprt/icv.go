@@ -1,0 +1,111 @@
+package omprt
+
+// ScopeKind is the kind of handle an ICV is read from (ompd_scope_t); the
+// values are OMPD's and package ompd's ScopeKind.
+type ScopeKind int
+
+// ICV scopes (ompd_scope_t).
+const (
+	ScopeGlobal       ScopeKind = 1
+	ScopeAddressSpace ScopeKind = 2
+	ScopeThread       ScopeKind = 3
+	ScopeParallel     ScopeKind = 4
+	ScopeImplicitTask ScopeKind = 5
+	ScopeTask         ScopeKind = 6
+)
+
+// ICV identifies an internal control variable; the values are package
+// ompd's ICV ids. Ids 1 to 30 are LLVM's libompd 19 enumeration, in its
+// order; ids a runtime adds (ICVs libompd does not know) follow.
+type ICV int
+
+// The ICVs, in libompd's enumeration order.
+const (
+	ICVDynVar ICV = iota + 1
+	ICVRunSchedVar
+	ICVStacksizeVar
+	ICVCancelVar
+	ICVMaxTaskPriorityVar
+	ICVDebugVar
+	ICVNthreadsVar
+	ICVDisplayAffinityVar
+	ICVAffinityFormatVar
+	ICVDefaultDeviceVar
+	ICVToolVar
+	ICVToolLibrariesVar
+	ICVToolVerboseInitVar
+	ICVLevelsVar
+	ICVActiveLevelsVar
+	ICVThreadLimitVar
+	ICVMaxActiveLevelsVar
+	ICVBindVar
+	ICVNumProcsVar
+	ICVOMPDNumProcsVar
+	ICVThreadNumVar
+	ICVOMPDThreadNumVar
+	ICVFinalTaskVar
+	ICVOMPDFinalVar
+	ICVOMPDFinalTaskVar
+	ICVImplicitTaskVar
+	ICVOMPDImplicitVar
+	ICVOMPDImplicitTaskVar
+	ICVTeamSizeVar
+	ICVOMPDTeamSizeVar
+	// ICVEnd is one past the last id.
+	ICVEnd
+)
+
+// ICVInfo is an ICV's name and scope.
+type ICVInfo struct {
+	Name  string
+	Scope ScopeKind
+}
+
+// ICVTable gives every ICV's name and scope, indexed by id (entry 0 is
+// empty). A new ICV is a new constant before ICVEnd and an entry here.
+var ICVTable = [ICVEnd]ICVInfo{
+	ICVDynVar:              {"dyn-var", ScopeThread},
+	ICVRunSchedVar:         {"run-sched-var", ScopeTask},
+	ICVStacksizeVar:        {"stacksize-var", ScopeAddressSpace},
+	ICVCancelVar:           {"cancel-var", ScopeAddressSpace},
+	ICVMaxTaskPriorityVar:  {"max-task-priority-var", ScopeAddressSpace},
+	ICVDebugVar:            {"debug-var", ScopeAddressSpace},
+	ICVNthreadsVar:         {"nthreads-var", ScopeThread},
+	ICVDisplayAffinityVar:  {"display-affinity-var", ScopeAddressSpace},
+	ICVAffinityFormatVar:   {"affinity-format-var", ScopeAddressSpace},
+	ICVDefaultDeviceVar:    {"default-device-var", ScopeThread},
+	ICVToolVar:             {"tool-var", ScopeAddressSpace},
+	ICVToolLibrariesVar:    {"tool-libraries-var", ScopeAddressSpace},
+	ICVToolVerboseInitVar:  {"tool-verbose-init-var", ScopeAddressSpace},
+	ICVLevelsVar:           {"levels-var", ScopeParallel},
+	ICVActiveLevelsVar:     {"active-levels-var", ScopeParallel},
+	ICVThreadLimitVar:      {"thread-limit-var", ScopeTask},
+	ICVMaxActiveLevelsVar:  {"max-active-levels-var", ScopeTask},
+	ICVBindVar:             {"bind-var", ScopeTask},
+	ICVNumProcsVar:         {"num-procs-var", ScopeAddressSpace},
+	ICVOMPDNumProcsVar:     {"ompd-num-procs-var", ScopeAddressSpace},
+	ICVThreadNumVar:        {"thread-num-var", ScopeThread},
+	ICVOMPDThreadNumVar:    {"ompd-thread-num-var", ScopeThread},
+	ICVFinalTaskVar:        {"final-task-var", ScopeTask},
+	ICVOMPDFinalVar:        {"ompd-final-var", ScopeTask},
+	ICVOMPDFinalTaskVar:    {"ompd-final-task-var", ScopeTask},
+	ICVImplicitTaskVar:     {"implicit-task-var", ScopeTask},
+	ICVOMPDImplicitVar:     {"ompd-implicit-var", ScopeTask},
+	ICVOMPDImplicitTaskVar: {"ompd-implicit-task-var", ScopeTask},
+	ICVTeamSizeVar:         {"team-size-var", ScopeParallel},
+	ICVOMPDTeamSizeVar:     {"ompd-team-size-var", ScopeParallel},
+}
+
+// Value is an ICV's value as a runtime package decoded it.
+type Value struct {
+	// Int is the integer value; for a list, its first element.
+	Int int64
+	// Text is the value as text: a list comma separated, a schedule as
+	// LLVM's libompd writes it. Empty means strconv of Int.
+	Text string
+	// IsString says the ICV is text only (Int means nothing).
+	IsString bool
+	// List is the whole list of a list-valued ICV (nthreads-var,
+	// bind-var), nil otherwise.
+	List []int64
+}

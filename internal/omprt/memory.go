@@ -1,0 +1,307 @@
+package omprt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// PageSize is the granule of the memory cache. Mappings of real processes
+// and core files are page aligned, so a page is either wholly readable or
+// not; reading whole pages turns libompd's one-callback-per-field traffic
+// into one target read per page of runtime structures.
+const PageSize = 4096
+
+// maxCached bounds the memory cache; past it the cache starts over.
+const maxCached = 256 << 20
+
+// MaxRead bounds one read, so that a corrupt size cannot make a runtime
+// package allocate without bound.
+const MaxRead = 64 << 20
+
+// MaxString bounds the runtime strings read.
+const MaxString = 1 << 16
+
+// Memory reads target memory through a page cache. Cached pages are never
+// modified, only dropped (by Refresh), so slices into them can be handed to
+// concurrent readers. A hit costs one map lookup under a read lock.
+type Memory struct {
+	T       target.Target
+	Order   binary.ByteOrder
+	PtrSize int
+
+	mu    sync.RWMutex
+	pages map[uint64][]byte // a nil page: the target cannot read it whole
+	bytes int
+}
+
+// NewMemory returns an empty cache over t.
+func NewMemory(t target.Target) *Memory {
+	return &Memory{T: t, Order: t.ByteOrder(), PtrSize: t.Sizes().Pointer, pages: make(map[uint64][]byte)}
+}
+
+// Refresh drops every cached page.
+func (m *Memory) Refresh() {
+	m.mu.Lock()
+	m.pages = make(map[uint64][]byte)
+	m.bytes = 0
+	m.mu.Unlock()
+}
+
+// Read returns n bytes of target memory at addr. The result must not be
+// modified. Ranges the target cannot read in whole pages (a mapping smaller
+// than a page, as synthetic targets have) are read exactly and not cached.
+func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if n > MaxRead {
+		return nil, &target.ReadError{Addr: addr, Size: n, Err: fmt.Errorf("read larger than %d bytes refused", MaxRead)}
+	}
+	if addr+uint64(n) < addr {
+		return nil, &target.ReadError{Addr: addr, Size: n, Err: target.ErrNoMemory}
+	}
+	first := addr &^ (PageSize - 1)
+	last := (addr + uint64(n) - 1) &^ (PageSize - 1)
+	if first == last {
+		p := m.page(first)
+		if p == nil {
+			return m.direct(addr, n)
+		}
+		off := addr - first
+		return p[off : off+uint64(n) : off+uint64(n)], nil
+	}
+	if err := m.fill(first, last); err != nil {
+		return m.direct(addr, n)
+	}
+	out := make([]byte, 0, n)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for pg := first; ; pg += PageSize {
+		p := m.pages[pg]
+		if p == nil { // dropped by a concurrent refresh: read again, uncached
+			return m.direct(addr, n)
+		}
+		lo, hi := uint64(0), uint64(PageSize)
+		if pg == first {
+			lo = addr - first
+		}
+		if pg == last {
+			hi = addr + uint64(n) - last
+		}
+		out = append(out, p[lo:hi]...)
+		if pg == last {
+			break
+		}
+	}
+	return out, nil
+}
+
+// direct reads exactly [addr, addr+n) without the cache.
+func (m *Memory) direct(addr uint64, n int) ([]byte, error) {
+	b := make([]byte, n)
+	if err := m.T.ReadMemory(b, addr); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// page returns the cached page pg, reading it on a miss; nil if the target
+// cannot read it whole.
+func (m *Memory) page(pg uint64) []byte {
+	m.mu.RLock()
+	p, ok := m.pages[pg]
+	m.mu.RUnlock()
+	if ok {
+		return p
+	}
+	p = make([]byte, PageSize)
+	if err := m.T.ReadMemory(p, pg); err != nil {
+		p = nil
+	}
+	m.store(pg, p)
+	return p
+}
+
+// fill makes sure pages first..last are cached, reading each run of
+// missing pages with one target read.
+func (m *Memory) fill(first, last uint64) error {
+	var missing []uint64
+	m.mu.RLock()
+	for pg := first; ; pg += PageSize {
+		p, ok := m.pages[pg]
+		if ok && p == nil {
+			m.mu.RUnlock()
+			return errBadPage
+		}
+		if !ok {
+			missing = append(missing, pg)
+		}
+		if pg == last {
+			break
+		}
+	}
+	m.mu.RUnlock()
+	for i := 0; i < len(missing); {
+		j := i + 1
+		for j < len(missing) && missing[j] == missing[j-1]+PageSize {
+			j++
+		}
+		buf := make([]byte, (j-i)*PageSize)
+		if err := m.T.ReadMemory(buf, missing[i]); err != nil {
+			return err
+		}
+		for k := i; k < j; k++ {
+			off := (k - i) * PageSize
+			m.store(missing[k], buf[off:off+PageSize:off+PageSize])
+		}
+		i = j
+	}
+	return nil
+}
+
+func (m *Memory) store(pg uint64, p []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bytes+len(p) > maxCached {
+		m.pages = make(map[uint64][]byte)
+		m.bytes = 0
+	}
+	if _, ok := m.pages[pg]; !ok {
+		m.pages[pg] = p
+		m.bytes += len(p)
+	}
+}
+
+// errBadPage marks a page known not to be readable whole; reads touching it
+// go to the target exactly.
+var errBadPage = errors.New("page not readable whole")
+
+// View reads size bytes at addr for decoding; what names the structure
+// in errors. A null addr is ErrCorrupt, a failed read ErrReadFailed.
+func (m *Memory) View(addr, size uint64, what string) (View, error) {
+	if addr == 0 {
+		return View{}, Errorf(ErrCorrupt, "%s: null pointer", what)
+	}
+	b, err := m.Read(addr, int(size))
+	if err != nil {
+		return View{}, Wrap(ErrReadFailed, err, "%s at %#x", what, addr)
+	}
+	return View{B: b, Order: m.Order}, nil
+}
+
+// Uint reads an unsigned integer of size bytes at addr.
+func (m *Memory) Uint(addr, size uint64, what string) (uint64, error) {
+	v, err := m.View(addr, size, what)
+	if err != nil {
+		return 0, err
+	}
+	return v.Uint(0, size), nil
+}
+
+// Ptr reads a pointer at addr.
+func (m *Memory) Ptr(addr uint64, what string) (uint64, error) {
+	return m.Uint(addr, uint64(m.PtrSize), what)
+}
+
+// String reads the NUL-terminated string at addr (at most MaxString bytes).
+func (m *Memory) String(addr uint64, what string) (string, error) {
+	s, err := target.ReadString(m.T, addr, MaxString)
+	if err != nil {
+		return "", Wrap(ErrReadFailed, err, "%s string at %#x", what, addr)
+	}
+	return s, nil
+}
+
+// AllOnes is the all-ones pointer value of the target.
+func (m *Memory) AllOnes() uint64 {
+	if m.PtrSize == 4 {
+		return 0xffffffff
+	}
+	return ^uint64(0)
+}
+
+// Field locates a member inside the structure a View was read from.
+type Field struct {
+	Off, Size uint64
+}
+
+// End is the offset just past the field.
+func (f Field) End() uint64 { return f.Off + f.Size }
+
+// View is a decoded window onto one runtime structure.
+type View struct {
+	B     []byte
+	Order binary.ByteOrder
+}
+
+// Uint returns the unsigned value of the field at off of the given size
+// (1, 2, 4 or 8 bytes). Fields outside the view read as zero; layout
+// validation makes that impossible for the fields runtime packages use.
+func (v View) Uint(off uint64, size uint64) uint64 {
+	if off+size > uint64(len(v.B)) || off+size < off {
+		return 0
+	}
+	b := v.B[off : off+size]
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(v.Order.Uint16(b))
+	case 4:
+		return uint64(v.Order.Uint32(b))
+	case 8:
+		return v.Order.Uint64(b)
+	}
+	return 0
+}
+
+// Int returns the sign-extended value of the field at off.
+func (v View) Int(off uint64, size uint64) int64 {
+	u := v.Uint(off, size)
+	switch size {
+	case 1:
+		return int64(int8(u))
+	case 2:
+		return int64(int16(u))
+	case 4:
+		return int64(int32(u))
+	}
+	return int64(u)
+}
+
+// F returns the unsigned value of field f.
+func (v View) F(f Field) uint64 { return v.Uint(f.Off, f.Size) }
+
+// FI returns the signed value of field f.
+func (v View) FI(f Field) int64 { return v.Int(f.Off, f.Size) }
+
+// Has reports whether field f lies within the view.
+func (v View) Has(f Field) bool { return f.Size > 0 && f.Off+f.Size <= uint64(len(v.B)) }
+
+// Bytes returns the bytes of field f, nil if it is outside the view.
+func (v View) Bytes(f Field) []byte {
+	if !v.Has(f) {
+		return nil
+	}
+	return v.B[f.Off : f.Off+f.Size]
+}
+
+// PutUint encodes x in size bytes (1, 2, 4 or 8) in the given byte order.
+func PutUint(order binary.ByteOrder, size uint64, x uint64) []byte {
+	b := make([]byte, size)
+	switch size {
+	case 1:
+		b[0] = byte(x)
+	case 2:
+		order.PutUint16(b, uint16(x))
+	case 4:
+		order.PutUint32(b, uint32(x))
+	case 8:
+		order.PutUint64(b, x)
+	}
+	return b
+}

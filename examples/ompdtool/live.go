@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,56 +12,40 @@ import (
 	"github.com/ompd-go/ompd/target/delve"
 )
 
-// envFlags collects repeated -env KEY=VALUE flags.
-type envFlags []string
-
-func (e *envFlags) String() string { return strings.Join(*e, " ") }
-
-func (e *envFlags) Set(v string) error {
-	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
-		return fmt.Errorf("-env %q: want KEY=VALUE", v)
+// liveOptions are the target/delve options the flags ask for.
+func (o *options) liveOptions() []delve.Option {
+	opts := []delve.Option{delve.WithDebuginfod(o.debuginfod())}
+	if len(o.debugDirs) > 0 {
+		opts = append(opts, delve.WithDebugInfoDirs(o.debugDirs...))
 	}
-	*e = append(*e, v)
-	return nil
+	// A launched program's runtime tracks states and calls its breakpoint
+	// functions only with OMP_DEBUG=enabled; -env can override it.
+	return append(opts, delve.WithExtraEnv(append([]string{"OMP_DEBUG=enabled"}, o.env...)...))
 }
 
-// liveFlags parses the flags of the launch and events modes, up to "--",
-// and returns the program's command line after it.
-func liveFlags(mode string, args []string, setup func(*flag.FlagSet)) ([]string, []string, error) {
-	fs := flag.NewFlagSet("ompdtool "+mode, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var env envFlags
-	fs.Var(&env, "env", "KEY=VALUE added to the program's environment (repeatable)")
-	if setup != nil {
-		setup(fs)
+// program returns the command line of a program to launch.
+func program(mode string, args []string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, usagef(mode, "no program given")
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v\n%s", mode, err, usage)
-	}
-	prog := fs.Args()
-	if len(prog) == 0 {
-		return nil, nil, fmt.Errorf("%s: no program given\n%s", mode, usage)
-	}
-	// The runtime tracks states and calls its breakpoint functions only
-	// with OMP_DEBUG=enabled; -env can override it.
-	return prog, append([]string{"OMP_DEBUG=enabled"}, env...), nil
+	return args, nil
 }
 
-// runAttach attaches to pid, prints its OpenMP state and detaches, leaving
-// it running.
-func runAttach(ctx context.Context, args []string, asJSON bool, out io.Writer) error {
+// runAttach attaches to a process, prints its OpenMP state and detaches,
+// leaving it running.
+func runAttach(ctx context.Context, o *options, args []string, out io.Writer) error {
 	if len(args) != 1 {
-		return errors.New(usage)
+		return usagef("attach", "want one process id, got %d arguments", len(args))
 	}
 	pid, err := strconv.Atoi(args[0])
 	if err != nil || pid <= 0 {
-		return fmt.Errorf("attach: bad pid %q\n%s", args[0], usage)
+		return usagef("attach", "bad process id %q", args[0])
 	}
-	p, err := delve.Attach(pid)
+	p, err := delve.Attach(pid, o.liveOptions()...)
 	if err != nil {
 		return err
 	}
-	err = inspect(ctx, p, asJSON, out)
+	err = o.inspect(ctx, p, out)
 	if derr := p.Detach(false); err == nil {
 		err = derr
 	}
@@ -71,32 +54,30 @@ func runAttach(ctx context.Context, args []string, asJSON bool, out io.Writer) e
 
 // runLaunch starts a program, runs it to a function (stopme by default),
 // prints its OpenMP state and kills it.
-func runLaunch(ctx context.Context, args []string, asJSON bool, out io.Writer) error {
-	brk := "stopme"
-	prog, env, err := liveFlags("launch", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&brk, "break", brk, "function to stop the program at")
-	})
+func runLaunch(ctx context.Context, o *options, args []string, out io.Writer) error {
+	prog, err := program("launch", args)
 	if err != nil {
 		return err
 	}
-	p, err := delve.Launch(prog, delve.WithExtraEnv(env...))
+	p, err := delve.Launch(prog, o.liveOptions()...)
 	if err != nil {
 		return err
 	}
 	defer p.Kill()
-	stops, err := p.RunToFunction(ctx, brk)
+	o.progressf("running %s until it calls %s", prog[0], o.brk)
+	stops, err := p.RunToFunction(ctx, o.brk)
 	if errors.Is(err, delve.ErrExited) {
-		return fmt.Errorf("launch: the program ended without reaching %s: %w", brk, err)
+		return fmt.Errorf("launch: the program ended without reaching %s: %w", o.brk, err)
 	}
 	if err != nil {
-		return fmt.Errorf("launch: running to %s: %w", brk, err)
+		return fmt.Errorf("launch: running to %s: %w", o.brk, err)
 	}
-	if !asJSON {
+	if !o.json {
 		for _, s := range stops {
-			fmt.Fprintf(out, "Stopped at %s (%#x) in lwp %d of process %d.\n\n", brk, s.Addr, s.TID, p.Pid())
+			fmt.Fprintf(out, "Stopped at %s (%#x) in lwp %d of process %d.\n\n", o.brk, s.Addr, s.TID, p.Pid())
 		}
 	}
-	return inspect(ctx, p, asJSON, out)
+	return o.inspect(ctx, p, out)
 }
 
 // eventLine is an event as -json prints it.
@@ -115,12 +96,13 @@ type eventLine struct {
 
 // runEvents starts a program and prints the OpenMP runtime's parallel,
 // task and thread begin and end events as they happen, until it exits.
-func runEvents(ctx context.Context, args []string, asJSON bool, out io.Writer) error {
-	prog, env, err := liveFlags("events", args, nil)
+func runEvents(ctx context.Context, o *options, args []string, out io.Writer) error {
+	prog, err := program("events", args)
 	if err != nil {
 		return err
 	}
-	p, err := delve.Launch(prog, delve.WithExtraEnv(env...))
+	asJSON := o.json
+	p, err := delve.Launch(prog, o.liveOptions()...)
 	if err != nil {
 		return err
 	}

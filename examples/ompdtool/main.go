@@ -1,26 +1,44 @@
 // Command ompdtool prints the OpenMP state of a stopped program: its threads
 // with their states, the nest of parallel regions, each thread's task chain,
 // the ICVs, the display control variables and the runtime's breakpoints. It
-// is built on the public API of github.com/ompd-go/ompd only.
+// is built on the public API of github.com/ompd-go/ompd.
 //
 // Usage:
 //
-//	ompdtool [-json] [-debug-dir DIR]... core EXE CORE
-//	ompdtool [-json] attach PID
-//	ompdtool [-json] launch [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
-//	ompdtool [-json] events [-env KEY=VALUE]... -- PROG [ARGS...]
+//	ompdtool [flags] core [flags] EXE CORE...
+//	ompdtool [flags] attach [flags] PID
+//	ompdtool [flags] launch [flags] [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
+//	ompdtool [flags] events [flags] [-env KEY=VALUE]... -- PROG [ARGS...]
+//	ompdtool help [MODE]
 //
-// core reads a core file of the program EXE; a stripped OpenMP runtime (as
-// distributions ship it) needs its separate debug file, looked for by
-// build-id and .gnu_debuglink under /usr/lib/debug (or the -debug-dir
-// directories instead) and next to the library, and fetched from the
-// debuginfod servers DEBUGINFOD_URLS names, if any. attach attaches to a
-// running process, prints its state and detaches, leaving it running. launch starts
-// PROG, runs it until it calls FUNC (default stopme), prints its state and
-// kills it. events starts PROG and prints, as they happen, the parallel
-// regions, tasks and threads of the OpenMP runtime beginning and ending,
-// until the program exits. launch and events add OMP_DEBUG=enabled to the
-// program's environment (override it with -env).
+// Flags go before or after the mode; "ompdtool MODE -h" lists a mode's.
+//
+// core reads core files of the program EXE (one per MPI rank when there are
+// several: their threads are grouped together and each group names the
+// ranks it comes from). attach attaches to a running process, prints its
+// state and detaches, leaving it running. launch starts PROG, runs it until
+// it calls FUNC (default stopme), prints its state and kills it. events
+// starts PROG and prints, as they happen, the parallel regions, tasks and
+// threads of the OpenMP runtime beginning and ending, until the program
+// exits. launch and events add OMP_DEBUG=enabled to the program's
+// environment (override it with -env).
+//
+// A stripped OpenMP runtime (as distributions ship it) needs its separate
+// debug file, looked for by build-id and .gnu_debuglink under
+// /usr/lib/debug (or the -debug-dir directories instead) and next to the
+// library, and fetched from the debuginfod servers DEBUGINFOD_URLS names,
+// if any; a download says what it fetches on standard error. Cores copied
+// off another machine find that machine's libraries under -sysroot DIR, or
+// one by one with -file-map CORE_PATH=LOCAL_PATH.
+//
+// By default the state is summarized: threads with the same state and the
+// same nest of regions are one line. -threads lists every thread, -thread
+// GTID one (repeatable), -vars the display control variables and
+// -breakpoints the runtime's breakpoint functions; -json prints a JSON
+// snapshot (a summary with several cores or -summary).
+//
+// Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 when
+// interrupted (Ctrl-C cancels the work under way).
 //
 // The program must use LLVM's OpenMP runtime; states and task frames need it
 // to have been started with OMP_DEBUG=enabled.
@@ -28,87 +46,102 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/ompd-go/ompd"
-	"github.com/ompd-go/ompd/target"
-	"github.com/ompd-go/ompd/target/core"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ompdtool:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(report(os.Stderr, err))
 }
 
-const usage = `usage: ompdtool [-json] [-debug-dir DIR]... core EXE CORE
-       ompdtool [-json] attach PID
-       ompdtool [-json] launch [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
-       ompdtool [-json] events [-env KEY=VALUE]... -- PROG [ARGS...]`
-
-func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("ompdtool", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
-	var debugDirs []string
-	fs.Func("debug-dir", "look for separate debug files under `DIR` instead of /usr/lib/debug (repeatable)", func(s string) error {
-		debugDirs = append(debugDirs, s)
-		return nil
-	})
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%v\n%s", err, usage)
+// report prints err (if any) and returns the exit status it stands for.
+func report(w io.Writer, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "ompdtool: %s\n\n%s", ue.msg, ue.usage)
+		return 2
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(w, "ompdtool: interrupted")
+		return 130
 	}
-	rest := fs.Args()
+	fmt.Fprintln(w, "ompdtool:", err)
+	return 1
+}
+
+// usageError is a command line the tool cannot run: exit status 2, with
+// the usage of the mode it was for.
+type usageError struct {
+	msg, usage string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// run runs the command line args (without the program name), writing
+// results to stdout and progress to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	o.init(stderr)
+	fs := o.flagSet("", 0)
+	rest, err := parseFlags(fs, args, true)
+	if errors.Is(err, errHelp) {
+		return writeUsage(stdout, "")
+	}
+	if err != nil {
+		return usagef("", "%v", err)
+	}
 	if len(rest) == 0 {
-		return errors.New(usage)
+		return usagef("", "no mode given")
 	}
-	switch rest[0] {
-	case "core":
-		if len(rest) != 3 {
-			return errors.New(usage)
+	mode, rest := rest[0], rest[1:]
+	if mode == "help" {
+		if len(rest) > 1 {
+			return usagef("", "help takes at most one mode")
 		}
-		opts := []core.Option{core.WithDebuginfodFromEnv()}
-		if len(debugDirs) > 0 {
-			opts = append(opts, core.WithDebugDirs(debugDirs...))
+		m := ""
+		if len(rest) == 1 {
+			m = rest[0]
+			if _, ok := modes[m]; !ok {
+				return usagef("", "unknown mode %q", m)
+			}
 		}
-		c, err := core.Open(rest[1], rest[2], opts...)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return inspect(ctx, c, *asJSON, out)
-	case "attach":
-		return runAttach(ctx, rest[1:], *asJSON, out)
-	case "launch":
-		return runLaunch(ctx, rest[1:], *asJSON, out)
-	case "events":
-		return runEvents(ctx, rest[1:], *asJSON, out)
+		return writeUsage(stdout, m)
 	}
-	return fmt.Errorf("unknown mode %q\n%s", rest[0], usage)
+	md, ok := modes[mode]
+	if !ok {
+		return usagef("", "unknown mode %q", mode)
+	}
+	fs = o.flagSet(mode, md.flags)
+	// Live programs' arguments follow "--" untouched; other modes take
+	// flags between their arguments too.
+	rest, err = parseFlags(fs, rest, md.live)
+	if errors.Is(err, errHelp) {
+		return writeUsage(stdout, mode)
+	}
+	if err != nil {
+		return usagef(mode, "%v", err)
+	}
+	if err := o.check(mode, md); err != nil {
+		return err
+	}
+	err = md.run(ctx, &o, rest, stdout)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// Whatever failed, it failed because the work was cut short
+		// (a download cancelled, a process stopped waiting).
+		err = fmt.Errorf("%w: %v", ctx.Err(), err)
+	}
+	return err
 }
 
-// inspect opens the OpenMP address space of t and prints its snapshot.
-func inspect(ctx context.Context, t target.Target, asJSON bool, out io.Writer) error {
-	as, err := ompd.Open(t)
-	if err != nil {
-		return err
-	}
-	defer as.Close()
-	s, err := as.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
-	printText(out, s)
-	return nil
+func usagef(mode, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), usage: usageText(mode)}
 }

@@ -45,8 +45,8 @@ func runTool(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var out bytes.Buffer
-	err := run(ctx, args, &out)
+	var out, stderr bytes.Buffer
+	err := run(ctx, args, &out, &stderr)
 	ptraceUnavailable(t, err)
 	require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), out.String())
 	return out.String()
@@ -57,7 +57,7 @@ func runTool(t *testing.T, args ...string) string {
 // of 2) inside the outer region at level 1 (team of 3).
 func TestLaunchNested(t *testing.T) {
 	env, exe := fixtureArgs(t, fixtures.Nested)
-	out := runTool(t, append(append([]string{"launch"}, env...), "--", exe)...)
+	out := runTool(t, append(append([]string{"launch", "-threads"}, env...), "--", exe)...)
 	t.Log(out)
 	assert.Contains(t, out, "Stopped at stopme")
 	assert.Contains(t, out, "state tracking on")
@@ -125,7 +125,7 @@ func TestAttach(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the fixture did not get ready")
 		time.Sleep(20 * time.Millisecond)
 	}
-	out := runTool(t, "attach", strconv.Itoa(cmd.Process.Pid))
+	out := runTool(t, "attach", "-threads", strconv.Itoa(cmd.Process.Pid))
 	assert.Contains(t, out, "Threads (6):")
 	assert.Equal(t, 6, strings.Count(out, "level 2  active level 2  2 threads"))
 	// Detached, the program still runs.

@@ -32,6 +32,36 @@ type Client struct {
 	Timeout time.Duration
 	// HTTP is the client used; nil means http.DefaultClient.
 	HTTP *http.Client
+	// Progress, if set, is called as a download starts, about every
+	// megabyte it receives, and when it ends, so that a tool can say what
+	// it is waiting for. It is not called for files already in the cache.
+	Progress func(Progress)
+}
+
+// Progress describes a debuginfod download under way (see Client.Progress).
+type Progress struct {
+	BuildID  string // hexadecimal
+	URL      string
+	Received int64 // bytes so far
+	Total    int64 // the server's Content-Length, or -1 when it sent none
+	Done     bool  // the last call for this URL; Err tells whether it failed
+	Err      error
+}
+
+// progressWriter counts the bytes of a download and reports them.
+type progressWriter struct {
+	p    Progress
+	f    func(Progress)
+	next int64
+}
+
+func (w *progressWriter) Write(b []byte) (int, error) {
+	w.p.Received += int64(len(b))
+	if w.p.Received >= w.next {
+		w.f(w.p)
+		w.next = w.p.Received + 1<<20
+	}
+	return len(b), nil
 }
 
 // ClientFromEnv builds a client from the debuginfod conventions:
@@ -77,7 +107,7 @@ func (c *Client) Fetch(ctx context.Context, buildID []byte) (string, error) {
 	var errs []string
 	notFound := 0
 	for _, u := range c.URLs {
-		err := c.fetchOne(ctx, strings.TrimRight(u, "/")+"/buildid/"+h+"/debuginfo", dir, dst)
+		err := c.fetchOne(ctx, h, strings.TrimRight(u, "/")+"/buildid/"+h+"/debuginfo", dir, dst)
 		if err == nil {
 			return dst, nil
 		}
@@ -95,7 +125,7 @@ func (c *Client) Fetch(ctx context.Context, buildID []byte) (string, error) {
 	return "", fmt.Errorf("debuginfod: build-id %s: %s: %w", h, strings.Join(errs, "; "), ErrServer)
 }
 
-func (c *Client) fetchOne(ctx context.Context, url, dir, dst string) error {
+func (c *Client) fetchOne(ctx context.Context, buildID, url, dir, dst string) (err error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 90 * time.Second
@@ -128,7 +158,19 @@ func (c *Client) fetchOne(ctx context.Context, url, dir, dst string) error {
 	if err != nil {
 		return err
 	}
-	n, err := io.Copy(tmp, io.LimitReader(resp.Body, maxDebugFile+1))
+	var body io.Reader = resp.Body
+	if c.Progress != nil {
+		pw := &progressWriter{p: Progress{BuildID: buildID, URL: url, Total: resp.ContentLength}, f: c.Progress}
+		c.Progress(pw.p)
+		pw.next = 1 << 20
+		body = io.TeeReader(body, pw)
+		defer func() {
+			pw.p.Done = true
+			pw.p.Err = err
+			c.Progress(pw.p)
+		}()
+	}
+	n, err := io.Copy(tmp, io.LimitReader(body, maxDebugFile+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

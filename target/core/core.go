@@ -74,6 +74,10 @@ var (
 // 90 s) and HTTP. DebuginfodFromEnv builds one from the environment.
 type DebuginfodClient = debuginfo.Client
 
+// DebuginfodProgress is what a DebuginfodClient's Progress function is told
+// about a download under way: build-id, URL, bytes received and expected.
+type DebuginfodProgress = debuginfo.Progress
+
 // DebuginfodFromEnv returns the debuginfod client that the environment
 // describes as elfutils' tools read it: DEBUGINFOD_URLS (space-separated
 // server URLs), DEBUGINFOD_CACHE_PATH (default

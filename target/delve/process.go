@@ -83,6 +83,10 @@ func (c *launchConfig) objOptions() []objfile.Option {
 // (the same type as core.DebuginfodClient).
 type DebuginfodClient = debuginfo.Client
 
+// DebuginfodProgress is what a DebuginfodClient's Progress function is told
+// about a download under way (the same type as core.DebuginfodProgress).
+type DebuginfodProgress = debuginfo.Progress
+
 // WithEnv sets the whole environment of the launched program, as
 // exec.Cmd.Env does. Without it the program inherits the caller's
 // environment.

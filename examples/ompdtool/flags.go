@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var errHelp = flag.ErrHelp
+
+// options are every flag of every mode; a mode's flag set binds the ones it
+// takes, so that a flag means the same before and after the mode.
+type options struct {
+	stderr io.Writer
+
+	json      bool
+	quiet     bool
+	debugDirs []string
+	sysroot   string
+	fileMap   map[string]string
+
+	// the views (core, attach, launch)
+	threads     bool
+	threadGTIDs []int
+	vars        bool
+	breakpoints bool
+	summary     bool
+
+	// live programs (launch, events)
+	env envFlags
+	brk string
+}
+
+func (o *options) init(stderr io.Writer) {
+	o.stderr = stderr
+	o.brk = "stopme"
+}
+
+// flag groups a mode can take.
+const (
+	flagsCommon  = 1 << iota // -json, -q, -debug-dir, -sysroot, -file-map
+	flagsView                // -threads, -thread, -vars, -breakpoints, -summary
+	flagsProgram             // -env
+	flagsBreak               // -break
+)
+
+// mode is one way to run the tool.
+type mode struct {
+	synopsis string
+	about    string
+	flags    int
+	live     bool // a live process: -sysroot and -file-map do not apply
+	run      func(ctx context.Context, o *options, args []string, out io.Writer) error
+}
+
+// modes are filled in init (their run functions refer to usageText, which
+// reads modes).
+var modes map[string]mode
+
+func init() {
+	modes = map[string]mode{
+		"core": {
+			synopsis: "core [flags] EXE CORE...",
+			about: "Read core files of the program EXE (one per MPI rank when there are several:\n" +
+				"their threads are grouped together, and each group names its ranks, the\n" +
+				"position of their cores on the command line). A core compressed with zstd\n" +
+				"(.zst, as systemd-coredump keeps them) is read as it is.",
+			flags: flagsCommon | flagsView,
+			run:   runCore,
+		},
+		"attach": {
+			synopsis: "attach [flags] PID",
+			about:    "Attach to a running process, print its state and detach, leaving it running.",
+			flags:    flagsCommon | flagsView,
+			live:     true,
+			run:      runAttach,
+		},
+		"launch": {
+			synopsis: "launch [flags] [-env KEY=VALUE]... [-break FUNC] [--] PROG [ARGS...]",
+			about: "Start PROG with OMP_DEBUG=enabled, run it until it calls FUNC, print its\n" +
+				"state and kill it.",
+			flags: flagsCommon | flagsView | flagsProgram | flagsBreak,
+			live:  true,
+			run:   runLaunch,
+		},
+		"events": {
+			synopsis: "events [flags] [-env KEY=VALUE]... [--] PROG [ARGS...]",
+			about: "Start PROG with OMP_DEBUG=enabled and print the parallel regions, tasks and\n" +
+				"threads of the OpenMP runtime beginning and ending, until it exits.",
+			flags: flagsCommon | flagsProgram,
+			live:  true,
+			run:   runEvents,
+		},
+	}
+}
+
+// flagSet returns the flags of mode (groups which); mode "" has every flag
+// (before the mode any may be given; the mode checks they apply).
+func (o *options) flagSet(mode string, which int) *flag.FlagSet {
+	name := "ompdtool"
+	if mode == "" {
+		which = flagsCommon | flagsView | flagsProgram | flagsBreak
+	} else {
+		name += " " + mode
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if which&flagsCommon != 0 {
+		fs.BoolVar(&o.json, "json", o.json, "print JSON instead of text")
+		fs.BoolVar(&o.quiet, "q", o.quiet, "say nothing on standard error about work under way")
+		fs.Func("debug-dir", "look for separate debug files under `DIR` instead of /usr/lib/debug (repeatable)", func(s string) error {
+			o.debugDirs = append(o.debugDirs, s)
+			return nil
+		})
+		fs.StringVar(&o.sysroot, "sysroot", o.sysroot, "core files: find the libraries a core names under `DIR` (the root of the machine it comes from)")
+		fs.Func("file-map", "core files: use `CORE_PATH=LOCAL_PATH` for a file the core names (repeatable)", func(s string) error {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok || k == "" || v == "" {
+				return fmt.Errorf("want CORE_PATH=LOCAL_PATH, got %q", s)
+			}
+			if o.fileMap == nil {
+				o.fileMap = map[string]string{}
+			}
+			o.fileMap[k] = v
+			return nil
+		})
+	}
+	if which&flagsView != 0 {
+		fs.BoolVar(&o.threads, "threads", o.threads, "list every thread with its regions, tasks and ICVs")
+		fs.Func("thread", "show the thread of global thread id `GTID` in full (repeatable)", func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return fmt.Errorf("want a global thread id, got %q", s)
+			}
+			o.threadGTIDs = append(o.threadGTIDs, n)
+			return nil
+		})
+		fs.BoolVar(&o.vars, "vars", o.vars, "print the display control variables (OMP_DISPLAY_ENV)")
+		fs.BoolVar(&o.breakpoints, "breakpoints", o.breakpoints, "print the runtime's breakpoint functions")
+		fs.BoolVar(&o.summary, "summary", o.summary, "with -json: print the thread groups instead of the whole snapshot")
+	}
+	if which&flagsProgram != 0 {
+		fs.Var(&o.env, "env", "add `KEY=VALUE` to the program's environment (repeatable)")
+	}
+	if which&flagsBreak != 0 {
+		fs.StringVar(&o.brk, "break", o.brk, "launch: stop the program when it calls `FUNC`")
+	}
+	return fs
+}
+
+// parseFlags parses args with fs. With stopAtArg it stops at the first
+// argument that is not a flag (or after "--") and returns it and the rest;
+// otherwise flags may also follow arguments, up to a "--".
+func parseFlags(fs *flag.FlagSet, args []string, stopAtArg bool) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		consumed := len(args) - len(rest)
+		if stopAtArg || len(rest) == 0 || (consumed > 0 && args[consumed-1] == "--") {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// check rejects flags that do not apply to mode.
+func (o *options) check(name string, m mode) error {
+	if m.live && (o.sysroot != "" || len(o.fileMap) > 0) {
+		return usagef(name, "-sysroot and -file-map apply to core files: a live process's files are on this machine")
+	}
+	if m.flags&flagsView == 0 && (o.threads || len(o.threadGTIDs) > 0 || o.vars || o.breakpoints || o.summary) {
+		return usagef(name, "%s prints events: -threads, -thread, -vars, -breakpoints and -summary do not apply", name)
+	}
+	if m.flags&flagsProgram == 0 && len(o.env) > 0 {
+		return usagef(name, "-env applies to launch and events")
+	}
+	if m.flags&flagsBreak == 0 && o.brk != "stopme" {
+		return usagef(name, "-break applies to launch")
+	}
+	return nil
+}
+
+// usageText is the usage of mode, or of the whole tool for "".
+func usageText(name string) string {
+	var b strings.Builder
+	var o options
+	o.init(io.Discard)
+	if name != "" {
+		m := modes[name]
+		fmt.Fprintf(&b, "usage: ompdtool %s\n\n%s\n\nFlags (before or after %q):\n", m.synopsis, m.about, name)
+		fs := o.flagSet(name, m.flags)
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		return b.String()
+	}
+	names := make([]string, 0, len(modes))
+	for n := range modes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	b.WriteString("usage: ompdtool [flags] MODE [flags] ARGS\n\nModes:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  ompdtool %s\n", modes[n].synopsis)
+	}
+	b.WriteString("  ompdtool help [MODE]\n\n" +
+		"Without flags a summary is printed: threads with the same state and the same\n" +
+		"nest of parallel regions make one line. Debug files are also fetched from the\n" +
+		"debuginfod servers DEBUGINFOD_URLS names. Exit status: 0 success, 1 error,\n" +
+		"2 usage error, 130 interrupted.\n\nFlags (not every mode takes every flag; see ompdtool help MODE):\n")
+	fs := o.flagSet("", 0)
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+func writeUsage(w io.Writer, mode string) error {
+	_, err := io.WriteString(w, usageText(mode))
+	return err
+}
+
+// envFlags collects repeated -env KEY=VALUE flags.
+type envFlags []string
+
+func (e *envFlags) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlags) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("-env %q: want KEY=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
+}

@@ -1,6 +1,6 @@
 module github.com/ompd-go/ompd
 
-go 1.26
+go 1.25.0
 
 require (
 	github.com/go-delve/delve v1.27.2

@@ -6,17 +6,25 @@
 # detector (real processes and real core files of the fixture programs, also
 # against stripped copies of the runtime with their debug files apart, LLVM's
 # libompd for comparison, synthetic runtime memory), and each fuzz target
-# briefly.
+# briefly. Then the suite runs once more with the lowest Go the go.mod
+# names (fetched through the module proxy as a toolchain module), without
+# the race detector and fuzzing: the first run has them, and this one checks
+# only that the module builds and behaves with the oldest Go it accepts. It
+# reuses the fixtures' cached cores.
 #
 # Environment:
 #   FUZZTIME  how long each fuzz target runs (default 20s; 0 skips fuzzing)
 #   CI=true   tests that need the runtime, gdb or ptrace fail instead of skipping
+#   LOWEST_GO=0  skips the run with the lowest Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/build-runtime.sh
 
 go vet ./...
+# Everything but internal/libompd's harness and internal/compare builds
+# (tests included) without cgo.
+CGO_ENABLED=0 go vet ./...
 unformatted=$(gofmt -l . | grep -v '^testdata/' || true)
 if [[ -n "$unformatted" ]]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
@@ -32,4 +40,11 @@ fuzztime=${FUZZTIME:-20s}
 if [[ "$fuzztime" != "0" ]]; then
 	go test -run '^$' -fuzz '^FuzzOpen$' -fuzztime "$fuzztime" ./target/core
 	go test -run '^$' -fuzz '^FuzzWalk$' -fuzztime "$fuzztime" .
+fi
+
+if [[ "${LOWEST_GO:-1}" != "0" ]]; then
+	lowest=$(go mod edit -json | sed -n 's/^\t"Go": "\(.*\)",\{0,1\}$/\1/p')
+	[[ -n "$lowest" ]] || { echo "no go version in go.mod"; exit 1; }
+	echo "== the suite with go$lowest, the lowest Go the go.mod names"
+	GOTOOLCHAIN="go$lowest" go test -count=1 -timeout 45m ./...
 fi

@@ -104,6 +104,9 @@ type Object struct {
 	debugCRC  uint32
 
 	dw dwarfState
+
+	cfi   cfiState  // call-frame information, see cfi.go
+	lines lineState // DWARF line tables, see lines.go
 }
 
 // Option configures Open and NewObject.

@@ -39,6 +39,7 @@ import (
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -216,6 +217,9 @@ type Core struct {
 var (
 	_ target.Target                                = (*Core)(nil)
 	_ target.BitFieldLocator                       = (*Core)(nil)
+	_ target.RegisterReader                        = (*Core)(nil)
+	_ target.FrameUnwinder                         = (*Core)(nil)
+	_ target.CodeLocator                           = (*Core)(nil)
 	_ interface{ SymbolAt(uint64) (string, bool) } = (*Core)(nil)
 )
 
@@ -715,3 +719,30 @@ func (c *Core) Registers(tid uint64) ([]uint64, error) {
 
 // Machine is the core's ELF machine.
 func (c *Core) Machine() elf.Machine { return c.d.machine }
+
+// ThreadRegisters returns the general registers of thread tid from its
+// NT_PRSTATUS note, in DWARF numbering (target.RegisterReader). Only x86-64
+// cores are supported (others give an error wrapping
+// target.ErrUnsupported).
+func (c *Core) ThreadRegisters(tid uint64) (target.Registers, error) {
+	t, ok := c.thread(tid)
+	if !ok {
+		return target.Registers{}, fmt.Errorf("core: thread %d: %w", tid, target.ErrNoThread)
+	}
+	if c.d.machine != elf.EM_X86_64 || c.d.class != elf.ELFCLASS64 {
+		return target.Registers{}, fmt.Errorf("core: registers of %v %v: %w", c.d.machine, c.d.class, target.ErrUnsupported)
+	}
+	return target.AMD64UserRegs(t.regs)
+}
+
+// UnwindFrame unwinds one frame with the call-frame information of the
+// core's objects (target.FrameUnwinder).
+func (c *Core) UnwindFrame(regs target.Registers, caller bool) (target.Registers, uint64, error) {
+	return unwind.Step(c.set, c.mem, c.d.order, regs, caller)
+}
+
+// LocateCode names the object, function, and source file and line of the
+// code at pc (target.CodeLocator).
+func (c *Core) LocateCode(pc uint64) (target.CodeLocation, error) {
+	return c.set.LocateCode(pc)
+}

@@ -1,0 +1,203 @@
+package objfile
+
+import (
+	"debug/dwarf"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// maxLineRows bounds the rows kept from one compilation unit's line table.
+const maxLineRows = 1 << 22
+
+// lineState is an object's DWARF line information: the address ranges of
+// its compilation units, read on first use, and each unit's line table,
+// read when an address in it is first looked up.
+type lineState struct {
+	once sync.Once
+	data *dwarf.Data
+	cus  []cuRange // sorted by low
+	err  error
+
+	mu     sync.Mutex
+	tables map[dwarf.Offset]*lineTable
+}
+
+type cuRange struct {
+	low, high uint64 // file addresses, [low, high)
+	cu        *dwarf.Entry
+}
+
+// lineTable is one unit's line table as rows sorted by address.
+type lineTable struct {
+	rows  []lineRow
+	files []string
+	err   error
+}
+
+type lineRow struct {
+	addr uint64
+	file int32 // index in files
+	line int32
+	end  bool // end of a sequence: no code from addr on
+}
+
+// dwarfData returns the object's DWARF, from itself or its separate debug
+// file.
+func (o *Object) lineDWARF() (*dwarf.Data, error) {
+	f, where := o.f, o.path
+	if !o.ownDWARF() {
+		df, err := o.separate()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w, and no usable separate debug file: %w", o.path, ErrNoDWARF, err)
+		}
+		if !hasSection(df, ".debug_info", ".zdebug_info") {
+			return nil, fmt.Errorf("%s: %w in it or in its debug file %s", o.path, ErrNoDWARF, o.dbgPath)
+		}
+		f, where = df, o.dbgPath
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
+	}
+	return d, nil
+}
+
+func (o *Object) loadLineIndex() {
+	o.lines.once.Do(func() {
+		d, err := o.lineDWARF()
+		if err != nil {
+			o.lines.err = err
+			return
+		}
+		o.lines.data = d
+		o.lines.tables = make(map[dwarf.Offset]*lineTable)
+		r := d.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil {
+				o.lines.err = fmt.Errorf("%s: reading DWARF units: %w", o.path, err)
+				break
+			}
+			if e == nil {
+				break
+			}
+			if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+				if rs, err := d.Ranges(e); err == nil {
+					for _, rg := range rs {
+						if rg[1] > rg[0] {
+							o.lines.cus = append(o.lines.cus, cuRange{low: rg[0], high: rg[1], cu: e})
+						}
+					}
+				}
+			}
+			if e.Children {
+				r.SkipChildren()
+			}
+		}
+		sort.Slice(o.lines.cus, func(i, j int) bool { return o.lines.cus[i].low < o.lines.cus[j].low })
+	})
+}
+
+// table returns the line table of the unit cu, reading it on first use.
+func (o *Object) table(cu *dwarf.Entry) *lineTable {
+	o.lines.mu.Lock()
+	defer o.lines.mu.Unlock()
+	if t := o.lines.tables[cu.Offset]; t != nil {
+		return t
+	}
+	t := &lineTable{}
+	o.lines.tables[cu.Offset] = t
+	lr, err := o.lines.data.LineReader(cu)
+	if err != nil || lr == nil {
+		t.err = fmt.Errorf("%s: line table: %v", o.path, err)
+		return t
+	}
+	fileIdx := map[*dwarf.LineFile]int32{}
+	var e dwarf.LineEntry
+	for len(t.rows) < maxLineRows {
+		if err := lr.Next(&e); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.err = fmt.Errorf("%s: line table: %w", o.path, err)
+			}
+			break
+		}
+		fi := int32(-1)
+		if e.File != nil {
+			i, ok := fileIdx[e.File]
+			if !ok {
+				i = int32(len(t.files))
+				t.files = append(t.files, e.File.Name)
+				fileIdx[e.File] = i
+			}
+			fi = i
+		}
+		t.rows = append(t.rows, lineRow{addr: e.Address, file: fi, line: int32(e.Line), end: e.EndSequence})
+	}
+	sort.SliceStable(t.rows, func(i, j int) bool {
+		if t.rows[i].addr != t.rows[j].addr {
+			return t.rows[i].addr < t.rows[j].addr
+		}
+		// An end of sequence at the address another sequence starts
+		// at comes first, so that the start wins.
+		return t.rows[i].end && !t.rows[j].end
+	})
+	return t
+}
+
+// LineAt returns the source file and line of the run-time address pc from
+// the object's DWARF line tables (its own or its separate debug file's);
+// ok is false when no line table covers pc.
+func (o *Object) LineAt(pc uint64) (file string, line int, ok bool) {
+	o.loadLineIndex()
+	if o.lines.data == nil {
+		return "", 0, false
+	}
+	addr := pc - o.bias
+	cus := o.lines.cus
+	i := sort.Search(len(cus), func(i int) bool { return cus[i].low > addr })
+	// Ranges may nest or overlap: look back over a few.
+	for j := i - 1; j >= 0 && j >= i-8; j-- {
+		if addr < cus[j].low || addr >= cus[j].high {
+			continue
+		}
+		t := o.table(cus[j].cu)
+		rows := t.rows
+		k := sort.Search(len(rows), func(k int) bool { return rows[k].addr > addr })
+		if k == 0 {
+			continue
+		}
+		r := rows[k-1]
+		if r.end || r.file < 0 || int(r.file) >= len(t.files) {
+			continue
+		}
+		return t.files[r.file], int(r.line), true
+	}
+	return "", 0, false
+}
+
+// LineErr reports why the object's line tables could not be read, if so.
+func (o *Object) LineErr() error {
+	o.loadLineIndex()
+	return o.lines.err
+}
+
+// LocateCode returns the object, function symbol, and source file and line
+// of the run-time address pc (see target.CodeLocator). An address in no
+// object wraps target.ErrNotFound.
+func (s *Set) LocateCode(pc uint64) (target.CodeLocation, error) {
+	o := s.ObjectAt(pc)
+	if o == nil {
+		return target.CodeLocation{}, fmt.Errorf("%#x is in no loaded object: %w", pc, target.ErrNotFound)
+	}
+	loc := target.CodeLocation{Object: o.path}
+	if sym, ok := o.SymbolAt(pc); ok {
+		loc.Function, loc.Entry = sym.Name, sym.Addr
+	}
+	loc.File, loc.Line, _ = o.LineAt(pc)
+	return loc, nil
+}

@@ -1,0 +1,249 @@
+// Package unwind walks the call stacks of a stopped program's threads.
+//
+// A walk starts from a thread's registers (target.RegisterReader) and steps
+// from each frame to its caller with the call-frame information of the
+// object holding the frame's code (target.FrameUnwinder, which target/core
+// and target/delve implement with Step over their objects' .eh_frame and
+// .debug_frame, parsed by Delve's standalone pkg/dwarf/frame), falling back
+// to the frame-pointer chain where there is none. Every walk is bounded:
+// it ends at the outermost frame (a return address the call-frame
+// information marks undefined, or zero), at the depth limit, when the CFA
+// stops growing (a loop), or at memory it cannot read; Stack.End says
+// which. Corrupt registers or stack bytes end a walk with a reason, never
+// a panic, a hang or an allocation beyond the depth limit.
+//
+// The package knows nothing of OpenMP: package ompd places the frames in
+// tasks and regions, and a runtime's decoder may read the frames of its
+// own functions (the function at the PC, the registers it was called
+// with) to infer what a thread waits for.
+package unwind
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// Reasons a walk ends (Stack.End matches one of them with errors.Is, or
+// wraps the target's memory error).
+var (
+	// ErrOutermost: the walk reached the outermost frame of the thread,
+	// the normal end.
+	ErrOutermost = errors.New("outermost frame reached")
+	// ErrMaxDepth: the walk stopped at the depth limit.
+	ErrMaxDepth = errors.New("depth limit reached")
+	// ErrNoProgress: a caller's CFA was not above its callee's, so the
+	// stack is corrupt or the walk would loop.
+	ErrNoProgress = errors.New("CFA did not grow (corrupt stack or loop)")
+	// ErrNoUnwindInfo: a frame has neither call-frame information nor a
+	// usable frame pointer.
+	ErrNoUnwindInfo = errors.New("no call-frame information and no frame pointer")
+)
+
+// DefaultMaxDepth is the depth limit of a walk when Options.MaxDepth is 0.
+const DefaultMaxDepth = 256
+
+// Method says how a frame was found from the frame below it.
+type Method uint8
+
+// Ways a frame is found.
+const (
+	// Registers: the innermost frame, from the thread's registers.
+	Registers Method = iota
+	// CFI: the call-frame information of the callee's object.
+	CFI
+	// FramePointer: the callee's saved frame pointer and return address.
+	FramePointer
+)
+
+func (m Method) String() string {
+	switch m {
+	case Registers:
+		return "registers"
+	case CFI:
+		return "cfi"
+	case FramePointer:
+		return "framepointer"
+	}
+	return fmt.Sprintf("Method(%d)", uint8(m))
+}
+
+// Frame is one call frame.
+type Frame struct {
+	// PC is the frame's program counter: for every frame but the
+	// innermost, the return address into it.
+	PC uint64
+	// CFA is the frame's canonical frame address (the caller's stack
+	// pointer before the call), 0 if the walk ended before finding it.
+	CFA uint64
+	// Regs are the registers known in the frame.
+	Regs target.Registers
+	// Caller is true when PC is a return address: the code executing is
+	// the call instruction before it (symbols and lines of PC-1).
+	Caller bool
+	// How says how the frame was found.
+	How Method
+}
+
+// LookupPC is the address whose function and line describe the frame: PC,
+// or PC-1 for a return address.
+func (f *Frame) LookupPC() uint64 {
+	if f.Caller && f.PC > 0 {
+		return f.PC - 1
+	}
+	return f.PC
+}
+
+// Stack is the result of a walk.
+type Stack struct {
+	// Frames, innermost first.
+	Frames []Frame
+	// End says why the walk ended; it matches ErrOutermost on a walk
+	// that reached the thread's first frame.
+	End error
+}
+
+// Complete reports whether the walk reached the outermost frame.
+func (s *Stack) Complete() bool { return errors.Is(s.End, ErrOutermost) }
+
+// Options bound a walk.
+type Options struct {
+	// MaxDepth is the most frames returned (DefaultMaxDepth if 0).
+	MaxDepth int
+}
+
+// Source is what a walk reads: memory and its byte order. A target.Target
+// is one. If it also implements target.FrameUnwinder, the walk steps with
+// call-frame information; otherwise it follows frame pointers only.
+type Source interface {
+	Memory
+	ByteOrder() binary.ByteOrder
+}
+
+// Walk unwinds the stack whose innermost frame has registers regs, reading
+// src. It stops early if ctx is done (End is then ctx's error).
+func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) Stack {
+	unw, _ := src.(target.FrameUnwinder)
+	max := opts.MaxDepth
+	if max <= 0 {
+		max = DefaultMaxDepth
+	}
+	nums, err := target.NumbersOf(regs.Machine)
+	if err != nil {
+		return Stack{End: err}
+	}
+	pc, ok := regs.PC()
+	if !ok {
+		return Stack{End: errors.New("unwind: the thread's program counter is unknown")}
+	}
+	ev := evaluator{regs: &regs, nums: nums, mem: src, order: src.ByteOrder(), ptr: ptrSize(regs.Machine)}
+	frames := make([]Frame, 0, min(max, 32))
+	frames = append(frames, Frame{PC: pc, Regs: regs, How: Registers})
+	for {
+		if err := ctx.Err(); err != nil {
+			return Stack{Frames: frames, End: err}
+		}
+		cur := &frames[len(frames)-1]
+		next, cfa, how, err := step(&ev, unw, cur)
+		if err != nil {
+			return Stack{Frames: frames, End: err}
+		}
+		cur.CFA = cfa
+		npc, ok := next.PC()
+		if !ok || npc == 0 {
+			return Stack{Frames: frames, End: ErrOutermost}
+		}
+		// The stack grows down: the caller's CFA, and already this
+		// frame's, must be above the stack pointer of the frame below.
+		if sp, ok := cur.Regs.SP(); ok && cfa <= sp {
+			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, cur.PC)}
+		}
+		if n := len(frames); n > 1 && cfa <= frames[n-2].CFA {
+			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below the callee's %#x at PC %#x", ErrNoProgress, cfa, frames[n-2].CFA, cur.PC)}
+		}
+		if len(frames) >= max {
+			return Stack{Frames: frames, End: fmt.Errorf("%w (%d frames)", ErrMaxDepth, max)}
+		}
+		frames = append(frames, Frame{PC: npc, Regs: next, Caller: true, How: how})
+	}
+}
+
+// step finds the caller of cur: with call-frame information, or else the
+// frame pointer.
+func step(ev *evaluator, unw target.FrameUnwinder, cur *Frame) (target.Registers, uint64, Method, error) {
+	var cfiErr error
+	if unw != nil {
+		next, cfa, err := unw.UnwindFrame(cur.Regs, cur.Caller)
+		if err == nil {
+			return next, cfa, CFI, nil
+		}
+		if !errors.Is(err, target.ErrNotFound) {
+			cfiErr = err
+		}
+	}
+	next, cfa, err := framePointerStep(ev, cur.Regs)
+	if errors.Is(err, ErrOutermost) && cfiErr == nil {
+		return target.Registers{}, 0, 0, err
+	}
+	if err != nil {
+		if cfiErr != nil {
+			return target.Registers{}, 0, 0, fmt.Errorf("at PC %#x: %w (and no frame pointer: %v)", cur.PC, cfiErr, err)
+		}
+		return target.Registers{}, 0, 0, fmt.Errorf("at PC %#x: %w", cur.PC, err)
+	}
+	return next, cfa, FramePointer, nil
+}
+
+// framePointerStep unwinds through the frame-pointer chain: the frame
+// pointer points at the caller's saved frame pointer, followed by the
+// return address.
+func framePointerStep(ev *evaluator, regs target.Registers) (target.Registers, uint64, error) {
+	fp, ok := regs.FP()
+	if !ok {
+		return target.Registers{}, 0, ErrNoUnwindInfo
+	}
+	if fp == 0 {
+		// Threads start with a zero frame pointer (glibc's clone and
+		// _start clear it): the end of the chain.
+		return target.Registers{}, 0, ErrOutermost
+	}
+	w := uint64(ev.ptr)
+	if fp%w != 0 || fp+2*w < fp {
+		return target.Registers{}, 0, fmt.Errorf("%w: frame pointer %#x is not a stack address", ErrNoUnwindInfo, fp)
+	}
+	if sp, ok := regs.SP(); ok && fp < sp {
+		return target.Registers{}, 0, fmt.Errorf("%w: frame pointer %#x below the stack pointer %#x", ErrNoProgress, fp, sp)
+	}
+	saved, err := ev.word(fp)
+	if err != nil {
+		return target.Registers{}, 0, fmt.Errorf("saved frame pointer: %w", err)
+	}
+	ra, err := ev.word(fp + w)
+	if err != nil {
+		return target.Registers{}, 0, fmt.Errorf("return address: %w", err)
+	}
+	cfa := fp + 2*w
+	next := regs
+	next.Set(ev.nums.FP, saved)
+	next.Set(ev.nums.SP, cfa)
+	next.Set(ev.nums.PC, ra)
+	return next, cfa, nil
+}
+
+// Thread walks the stack of the thread with kernel id tid of t. It needs a
+// target that implements target.RegisterReader (ErrUnsupported
+// otherwise) and uses its target.FrameUnwinder when it has one.
+func Thread(ctx context.Context, t target.Target, tid uint64, opts Options) (Stack, error) {
+	rr, ok := t.(target.RegisterReader)
+	if !ok {
+		return Stack{}, fmt.Errorf("unwind: the target cannot read registers: %w", target.ErrUnsupported)
+	}
+	regs, err := rr.ThreadRegisters(tid)
+	if err != nil {
+		return Stack{}, err
+	}
+	return Walk(ctx, t, regs, opts), nil
+}

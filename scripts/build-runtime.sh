@@ -29,6 +29,8 @@
 #
 # With --print-dir it only prints the cache directory and exits.
 set -euo pipefail
+# shellcheck source=apt-src.sh
+. "$(cd "$(dirname "$0")" && pwd)/apt-src.sh"
 
 LLVM_VERSION=19.1.7
 SRC_PKG=llvm-toolchain-19
@@ -72,29 +74,14 @@ mkdir -p "$work"
 # 1. A private apt configuration with deb-src entries derived from this
 #    machine's own deb entries (one-line and deb822 formats).
 aptdir="$work/apt"
-mkdir -p "$aptdir/sources" "$aptdir/lists/partial"
-: >"$aptdir/sources/src.list"
-: >"$aptdir/sources/src.sources"
-shopt -s nullglob
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-	[[ -f "$f" ]] || continue
-	grep -E '^[[:space:]]*deb[[:space:]]' "$f" | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >>"$aptdir/sources/src.list" || true
-done
-for f in /etc/apt/sources.list.d/*.sources; do
-	sed -E 's/^Types:.*/Types: deb-src/' "$f" >>"$aptdir/sources/src.sources"
-	printf '\n' >>"$aptdir/sources/src.sources"
-done
-shopt -u nullglob
-aptopts=(-o "Dir::Etc::SourceParts=$aptdir/sources" -o "Dir::Etc::SourceList=/dev/null"
-	-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache::archives=$aptdir/archives")
+apt_src_config "$aptdir"
 
 tarball="$work/$ORIG_TARBALL"
 src="$work/src"
 if [[ ! -d "$src/openmp" ]]; then
 	if [[ ! -f "$tarball" ]]; then
 		log "fetching the $SRC_PKG source package"
-		apt-get "${aptopts[@]}" update -qq
-		(cd "$work" && apt-get "${aptopts[@]}" source --download-only "$SRC_PKG" >/dev/null)
+		apt_src_fetch "$aptdir" "$work" "$SRC_PKG"
 	fi
 	[[ -f "$tarball" ]] || { log "source tarball $ORIG_TARBALL not found after download"; exit 1; }
 	sum=$(sha256sum "$tarball" | cut -d' ' -f1)

@@ -2,7 +2,8 @@
 # test.sh: run every test of ompd-go, as CI does.
 #
 # Builds (or reuses) the OMPD-enabled LLVM OpenMP runtime and its variant
-# without OMPD support, then runs go vet, the whole test suite with the race
+# without OMPD support, and GCC's libgomp 12 and 14 with debug info
+# (scripts/build-gomp.sh), then runs go vet, the whole test suite with the race
 # detector (real processes and real core files of the fixture programs, also
 # against stripped copies of the runtime with their debug files apart, LLVM's
 # libompd for comparison, synthetic runtime memory), and each fuzz target
@@ -20,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/build-runtime.sh
+bash scripts/build-gomp.sh
 
 go vet ./...
 # Everything but internal/libompd's harness and internal/compare builds

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/summary"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
 )
@@ -76,35 +77,110 @@ func (o *options) coreOptions(ctx context.Context) []core.Option {
 	return opts
 }
 
-// runCore prints the state of the program in core files.
+// runCore prints the state of the program in core files: one in full, or
+// several (one per MPI rank, rank i the i-th core) as one summary.
 func runCore(ctx context.Context, o *options, args []string, out io.Writer) error {
-	if len(args) != 2 {
+	if len(args) < 2 {
 		return usagef("core", "want EXE and CORE, got %d arguments", len(args))
 	}
-	c, err := core.Open(args[0], args[1], o.coreOptions(ctx)...)
-	if err != nil {
-		return err
+	exe, cores := args[0], args[1:]
+	if len(cores) == 1 {
+		c, err := core.Open(exe, cores[0], o.coreOptions(ctx)...)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return o.inspect(ctx, c, out)
 	}
-	defer c.Close()
-	return o.inspect(ctx, c, out)
-}
-
-// inspect opens the OpenMP address space of t and prints its snapshot.
-func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) error {
-	as, err := ompd.Open(t)
-	if err != nil {
-		return err
-	}
-	defer as.Close()
-	s, err := as.Snapshot(ctx)
-	if err != nil {
-		return err
+	var (
+		merged *summary.Summary
+		errs   []rankError
+	)
+	for rank, path := range cores {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		o.progressf("reading core %d of %d: %s", rank+1, len(cores), path)
+		s, err := o.snapshotCore(ctx, exe, path)
+		if err != nil {
+			return fmt.Errorf("rank %d (%s): %w", rank, path, err)
+		}
+		if !o.json && (o.threads || len(o.threadGTIDs) > 0 || o.vars || o.breakpoints) {
+			fmt.Fprintf(out, "\n=== rank %d: %s\n", rank, path)
+			printHeader(out, s)
+			if err := printDetails(out, s, o.view()); err != nil {
+				return fmt.Errorf("rank %d (%s): %w", rank, path, err)
+			}
+		}
+		for _, e := range s.Errors {
+			errs = append(errs, rankError{Rank: rank, Error: e})
+		}
+		merged = summary.Merge(merged, summary.Of(rank, s, nil))
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return writeJSON(out, jobJSON{Summary: merged, Errors: errs})
 	}
-	printText(out, s)
+	printSummary(out, merged, true)
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = fmt.Sprintf("rank %d: %s", e.Rank, e.Error)
+	}
+	printErrors(out, "", lines, o.threads)
 	return nil
+}
+
+// jobJSON is the JSON form of a summary (-summary, or several cores).
+type jobJSON struct {
+	Summary *summary.Summary `json:"summary"`
+	Errors  []rankError      `json:"errors,omitempty"`
+}
+
+// rankError is an error of the snapshot of one rank.
+type rankError struct {
+	Rank  int    `json:"rank"`
+	Error string `json:"error"`
+}
+
+// snapshotCore reads the snapshot of one core file.
+func (o *options) snapshotCore(ctx context.Context, exe, path string) (*ompd.Snapshot, error) {
+	c, err := core.Open(exe, path, o.coreOptions(ctx)...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return snapshot(ctx, c)
+}
+
+func snapshot(ctx context.Context, t target.Target) (*ompd.Snapshot, error) {
+	as, err := ompd.Open(t)
+	if err != nil {
+		return nil, err
+	}
+	defer as.Close()
+	return as.Snapshot(ctx)
+}
+
+// inspect prints the state of the program t shows.
+func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) error {
+	s, err := snapshot(ctx, t)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.json && o.summary:
+		var errs []rankError
+		for _, e := range s.Errors {
+			errs = append(errs, rankError{Error: e})
+		}
+		return writeJSON(out, jobJSON{Summary: summary.Of(0, s, nil), Errors: errs})
+	case o.json:
+		return writeJSON(out, s)
+	}
+	return printText(out, s, o.view())
+}
+
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

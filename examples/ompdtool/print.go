@@ -6,14 +6,124 @@ import (
 	"strings"
 
 	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/summary"
 )
 
-// printText writes a snapshot the way a person debugging wants to read it.
-func printText(w io.Writer, s *ompd.Snapshot) {
+// view is what the text output shows beyond the summary.
+type view struct {
+	threads     bool  // every thread in full
+	gtids       []int // these threads in full
+	vars        bool  // display control variables
+	breakpoints bool
+}
+
+func (o *options) view() view {
+	return view{threads: o.threads, gtids: o.threadGTIDs, vars: o.vars, breakpoints: o.breakpoints}
+}
+
+// maxErrors is how many errors the text output lists when not asked for
+// every thread.
+const maxErrors = 10
+
+// printText writes a snapshot the way a person debugging wants to read it:
+// a summary of what the threads do, then what v asks for.
+func printText(w io.Writer, s *ompd.Snapshot, v view) error {
+	printHeader(w, s)
+	printSummary(w, summary.Of(0, s, nil), false)
+	if err := printDetails(w, s, v); err != nil {
+		return err
+	}
+	printErrors(w, "", s.Errors, v.threads)
+	return nil
+}
+
+func printHeader(w io.Writer, s *ompd.Snapshot) {
 	fmt.Fprintf(w, "OpenMP runtime: _OPENMP %d, layout from %s, state tracking %s\n",
 		s.OpenMPVersion, s.LayoutSource, onOff(s.StateTracking))
-	fmt.Fprintf(w, "\nThreads (%d):\n", len(s.Threads))
+}
+
+// printSummary writes the groups of sum, with their ranks if withRanks.
+func printSummary(w io.Writer, sum *summary.Summary, withRanks bool) {
+	fmt.Fprintf(w, "\n%d thread%s", sum.Threads, plural(sum.Threads))
+	if withRanks {
+		fmt.Fprintf(w, " of %d rank%s (%s)", sum.Ranks.Len(), plural(sum.Ranks.Len()), sum.Ranks)
+	}
+	fmt.Fprintf(w, " in %d group%s:\n", len(sum.Groups), plural(len(sum.Groups)))
+	for _, g := range sum.Groups {
+		fmt.Fprintf(w, "  %d thread%s %s\n", g.Threads, plural(g.Threads), g.Describe())
+		if withRanks {
+			fmt.Fprintf(w, "      ranks %s (e.g. rank %d gtid %d)\n", g.Ranks, g.Example.Rank, g.Example.GTID)
+		} else {
+			fmt.Fprintf(w, "      gtids %s\n", g.GTIDs)
+		}
+	}
+}
+
+// printDetails writes the parts of s that v asks for.
+func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
+	if v.threads {
+		printThreadTable(w, s.Threads)
+	}
 	for _, t := range s.Threads {
+		if v.threads {
+			printThread(w, t)
+		}
+	}
+	for _, gtid := range v.gtids {
+		t, ok := findThread(s.Threads, gtid)
+		if !ok {
+			return fmt.Errorf("no OpenMP thread with global thread id %d", gtid)
+		}
+		if !v.threads {
+			printThread(w, t)
+		}
+	}
+	if v.threads || len(v.gtids) > 0 {
+		fmt.Fprintf(w, "\nAddress-space ICVs: %s\n", icvLine(s.ICVs))
+	}
+	if v.vars {
+		fmt.Fprintf(w, "\nDisplay control variables:\n")
+		for _, cv := range s.DisplayVars {
+			fmt.Fprintf(w, "  %s\n", cv.Raw)
+		}
+	}
+	if v.breakpoints {
+		fmt.Fprintf(w, "\nBreakpoints:\n")
+		for _, b := range s.Breakpoints {
+			fmt.Fprintf(w, "  %-26s %#x\n", b.Name, b.Addr)
+		}
+	}
+	return nil
+}
+
+func findThread(ts []ompd.ThreadSnapshot, gtid int) (ompd.ThreadSnapshot, bool) {
+	for _, t := range ts {
+		if t.GTID == gtid {
+			return t, true
+		}
+	}
+	return ompd.ThreadSnapshot{}, false
+}
+
+// printErrors writes errs (prefixed by where), all of them or the first
+// maxErrors.
+func printErrors(w io.Writer, where string, errs []string, all bool) {
+	if len(errs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%sErrors (%d):\n", where, len(errs))
+	for i, e := range errs {
+		if i == maxErrors && !all {
+			fmt.Fprintf(w, "  ... %d more (-threads lists them all)\n", len(errs)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
+	fmt.Fprintf(w, "\nThreads (%d):\n", len(threads))
+	for _, t := range threads {
 		state := t.State
 		if state == "" {
 			state = "-"
@@ -23,47 +133,33 @@ func printText(w io.Writer, s *ompd.Snapshot) {
 		}
 		fmt.Fprintf(w, "  gtid %-4d lwp %-8d thread_num %-4d %s\n", t.GTID, t.LWP, t.Num, state)
 	}
-	for _, t := range s.Threads {
-		fmt.Fprintf(w, "\nThread gtid %d (lwp %d, pthread %#x):\n", t.GTID, t.LWP, t.Pthread)
-		fmt.Fprintf(w, "  parallel regions, innermost first:\n")
-		for _, p := range t.Parallel {
-			fn := "-"
-			if p.FunctionPC != 0 {
-				fn = funcName(p.Function, p.FunctionPC)
-			}
-			fmt.Fprintf(w, "    level %d  active level %d  %d thread%s  %s\n",
-				p.Level, p.ActiveLevel, p.NumThreads, plural(p.NumThreads), fn)
+}
+
+func printThread(w io.Writer, t ompd.ThreadSnapshot) {
+	fmt.Fprintf(w, "\nThread gtid %d (lwp %d, pthread %#x):\n", t.GTID, t.LWP, t.Pthread)
+	fmt.Fprintf(w, "  parallel regions, innermost first:\n")
+	for _, p := range t.Parallel {
+		fn := "-"
+		if p.FunctionPC != 0 {
+			fn = funcName(p.Function, p.FunctionPC)
 		}
-		fmt.Fprintf(w, "  tasks, current first:\n")
-		for _, k := range t.Tasks {
-			fn := "-"
-			if k.FunctionPC != 0 {
-				fn = funcName(k.Function, k.FunctionPC)
-			}
-			final := ""
-			if k.InFinal {
-				final = " in-final"
-			}
-			fmt.Fprintf(w, "    %-24s %-22s%s  exit %s  enter %s\n", k.ID, k.Kind+final, "", frame(k.ExitFrame, k.ExitFlags), frame(k.EnterFrame, k.EnterFlags))
-			fmt.Fprintf(w, "      function %s\n", fn)
+		fmt.Fprintf(w, "    level %d  active level %d  %d thread%s  %s\n",
+			p.Level, p.ActiveLevel, p.NumThreads, plural(p.NumThreads), fn)
+	}
+	fmt.Fprintf(w, "  tasks, current first:\n")
+	for _, k := range t.Tasks {
+		fn := "-"
+		if k.FunctionPC != 0 {
+			fn = funcName(k.Function, k.FunctionPC)
 		}
-		fmt.Fprintf(w, "  ICVs: %s\n", icvLine(t.ICVs))
-	}
-	fmt.Fprintf(w, "\nAddress-space ICVs: %s\n", icvLine(s.ICVs))
-	fmt.Fprintf(w, "\nDisplay control variables:\n")
-	for _, v := range s.DisplayVars {
-		fmt.Fprintf(w, "  %s\n", v.Raw)
-	}
-	fmt.Fprintf(w, "\nBreakpoints:\n")
-	for _, b := range s.Breakpoints {
-		fmt.Fprintf(w, "  %-26s %#x\n", b.Name, b.Addr)
-	}
-	if len(s.Errors) > 0 {
-		fmt.Fprintf(w, "\nErrors:\n")
-		for _, e := range s.Errors {
-			fmt.Fprintf(w, "  %s\n", e)
+		final := ""
+		if k.InFinal {
+			final = " in-final"
 		}
+		fmt.Fprintf(w, "    %-24s %-22s%s  exit %s  enter %s\n", k.ID, k.Kind+final, "", frame(k.ExitFrame, k.ExitFlags), frame(k.EnterFrame, k.EnterFlags))
+		fmt.Fprintf(w, "      function %s\n", fn)
 	}
+	fmt.Fprintf(w, "  ICVs: %s\n", icvLine(t.ICVs))
 }
 
 func onOff(b bool) string {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
+)
+
+// TestCoreSummary: by default the nested fixture's six threads print as
+// three groups (the roles of the program's truth: two working, two in the
+// inner barrier, two waiting for a lock), without the display variables
+// and breakpoints, which come on request; -thread shows one thread.
+func TestCoreSummary(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.Nested)
+	code, out, errOut := execTool(context.Background(), "core", stop.Exe, stop.Core)
+	require.Equal(t, 0, code, errOut)
+	t.Log(out)
+	nest := " in main.omp_outlined_debug__.omp_outlined, level 2, team of 2; in main.omp_outlined, level 1, team of 3\n"
+	assert.Contains(t, out, "6 threads in 3 groups:\n")
+	for _, st := range []string{"work_parallel", "wait_barrier_explicit", "wait_lock"} {
+		assert.Contains(t, out, "  2 threads "+st+nest)
+	}
+	for _, absent := range []string{"Display control variables", "Breakpoints:", "Thread gtid", "ICVs"} {
+		assert.NotContains(t, out, absent)
+	}
+
+	_, out, _ = execTool(context.Background(), "core", "-vars", "-breakpoints", stop.Exe, stop.Core)
+	assert.Contains(t, out, "\nDisplay control variables:\n  KMP_ABORT_DELAY=")
+	assert.Contains(t, out, "\nBreakpoints:\n  ompd_bp_")
+	assert.NotContains(t, out, "Thread gtid")
+
+	code, out, errOut = execTool(context.Background(), "core", "-thread", "0", stop.Exe, stop.Core)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 1, strings.Count(out, "\nThread gtid "), out)
+	assert.Contains(t, out, "\nThread gtid 0 (lwp "+strconv.Itoa(stop.Truth.Threads[0].TID))
+
+	code, _, errOut = execTool(context.Background(), "core", "-thread", "999", stop.Exe, stop.Core)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no OpenMP thread with global thread id 999")
+
+	_, out, _ = execTool(context.Background(), "core", "-threads", stop.Exe, stop.Core)
+	assert.Equal(t, 6, strings.Count(out, "\nThread gtid "))
+	assert.Contains(t, out, "Threads (6):")
+}
+
+// TestCoreRanks: several cores are one job, rank i the i-th core: groups
+// count threads over all ranks and name the ranks they come from.
+func TestCoreRanks(t *testing.T) {
+	fixtures.Runtime(t)
+	four := fixtures.Core(t, fixtures.Many, "4")
+	eight := fixtures.Core(t, fixtures.Many, "8")
+	require.Equal(t, four.Exe, eight.Exe)
+	args := []string{"core", four.Exe, four.Core, four.Core, eight.Core, four.Core, four.Core}
+	code, out, errOut := execTool(context.Background(), args...)
+	require.Equal(t, 0, code, errOut)
+	t.Log(out)
+	assert.Contains(t, out, "24 threads of 5 ranks (0-4) in 4 groups:\n")
+	assert.Contains(t, out, "  12 threads wait_barrier_explicit in main.omp_outlined, level 1, team of 4\n      ranks 0-1,3-4 (e.g. rank 0 gtid 9)\n")
+	assert.Contains(t, out, "  7 threads wait_barrier_explicit in main.omp_outlined, level 1, team of 8\n      ranks 2 (e.g. rank 2 gtid 9)\n")
+	assert.Contains(t, out, "  4 threads work_parallel in main.omp_outlined, level 1, team of 4\n      ranks 0-1,3-4 (e.g. rank 0 gtid 0)\n")
+	assert.Contains(t, out, "  1 thread work_parallel in main.omp_outlined, level 1, team of 8\n      ranks 2 (e.g. rank 2 gtid 0)\n")
+	assert.Contains(t, errOut, "reading core 5 of 5")
+
+	code, out, errOut = execTool(context.Background(), append([]string{"-json"}, args...)...)
+	require.Equal(t, 0, code, errOut)
+	var j struct {
+		Summary struct {
+			Threads int    `json:"threads"`
+			Ranks   string `json:"ranks"`
+			Groups  []struct {
+				State   string `json:"state"`
+				Threads int    `json:"threads"`
+				Ranks   string `json:"ranks"`
+			} `json:"groups"`
+		} `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.Equal(t, 24, j.Summary.Threads)
+	assert.Equal(t, "0-4", j.Summary.Ranks)
+	require.Len(t, j.Summary.Groups, 4)
+	assert.Equal(t, 12, j.Summary.Groups[0].Threads)
+	assert.Equal(t, "0-1,3-4", j.Summary.Groups[0].Ranks)
+
+	// -vars with several cores: each rank's, then the summary.
+	_, out, _ = execTool(context.Background(), "core", "-vars", four.Exe, four.Core, eight.Core)
+	assert.Contains(t, out, "=== rank 0: "+four.Core)
+	assert.Contains(t, out, "=== rank 1: "+eight.Core)
+	assert.Equal(t, 2, strings.Count(out, "Display control variables:"))
+}

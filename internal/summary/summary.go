@@ -1,0 +1,310 @@
+// Package summary groups the threads of OpenMP programs by what they are
+// doing, as tools for large parallel jobs merge stack traces: threads with
+// the same state, the same nest of parallel regions (and, when known, the
+// same call stack) make one group, which counts them and names the ranks
+// (processes, one per MPI rank) they come from.
+//
+// A Summary of one process is built with Of; summaries of many processes
+// are combined with Merge, which is associative and commutative: summaries
+// merged on each node of a cluster can be merged again at the front end,
+// in any order and any tree shape, with the same result as merging
+// everything at once. A Summary encodes to JSON and back unchanged, so
+// per-node results can travel between processes.
+package summary
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ompd-go/ompd"
+)
+
+// Summary is the grouped threads of one or more processes.
+type Summary struct {
+	// Threads is how many threads were grouped.
+	Threads int `json:"threads"`
+	// Ranks are the processes summarized.
+	Ranks Ranges `json:"ranks"`
+	// Groups, the largest first (then by key), so that equal summaries
+	// have equal Groups however they were merged.
+	Groups []Group `json:"groups"`
+}
+
+// Group is threads doing the same thing.
+type Group struct {
+	Key
+	// Threads is how many threads are in the group.
+	Threads int `json:"threads"`
+	// Ranks are the processes the threads come from.
+	Ranks Ranges `json:"ranks"`
+	// GTIDs are the threads' global thread ids while all of them come
+	// from one process; empty for a group spanning several processes.
+	GTIDs Ranges `json:"gtids,omitempty"`
+	// Example is one thread of the group: the lowest rank, and in it the
+	// lowest global thread id.
+	Example ThreadRef `json:"example"`
+}
+
+// ThreadRef names one thread of one process.
+type ThreadRef struct {
+	Rank int    `json:"rank"`
+	GTID int    `json:"gtid"`
+	LWP  uint64 `json:"lwp,omitempty"`
+}
+
+func (r ThreadRef) less(o ThreadRef) bool {
+	if r.Rank != o.Rank {
+		return r.Rank < o.Rank
+	}
+	return r.GTID < o.GTID
+}
+
+// Key is what the threads of a group share.
+type Key struct {
+	// State is the thread state ("wait_barrier_implicit"), or "" when
+	// the runtime does not track states.
+	State string `json:"state,omitempty"`
+	// Regions is the nest of parallel regions, innermost first.
+	Regions []Region `json:"regions"`
+	// Stack is the innermost function names of the thread's call stack
+	// (innermost first), when a backtrace was taken.
+	Stack []string `json:"stack,omitempty"`
+}
+
+// Region is one parallel region of a group's nest. Threads of different
+// teams of the same code (the inner teams of a nested region) share it.
+type Region struct {
+	Level      int    `json:"level"`
+	NumThreads int    `json:"num_threads"`
+	Function   string `json:"function,omitempty"`
+}
+
+// id is the key in a form fit for a map and for ordering.
+func (k Key) id() string {
+	var b strings.Builder
+	b.WriteString(k.State)
+	for _, r := range k.Regions {
+		fmt.Fprintf(&b, "\x00%d\x01%d\x01%s", r.Level, r.NumThreads, r.Function)
+	}
+	b.WriteString("\x00\x00")
+	b.WriteString(strings.Join(k.Stack, "\x01"))
+	return b.String()
+}
+
+// KeyOf returns the key of a thread of a snapshot, with stack the
+// innermost function names of its call stack if one was taken (nil
+// otherwise).
+func KeyOf(t ompd.ThreadSnapshot, stack []string) Key {
+	k := Key{State: t.State, Stack: stack}
+	for _, p := range t.Parallel {
+		k.Regions = append(k.Regions, Region{Level: p.Level, NumThreads: p.NumThreads, Function: p.Function})
+	}
+	return k
+}
+
+// Of groups the threads of one process's snapshot, which is rank rank.
+// stacks, if not nil, gives the call stack part of each thread's key (see
+// Key.Stack).
+func Of(rank int, s *ompd.Snapshot, stacks func(ompd.ThreadSnapshot) []string) *Summary {
+	groups := map[string]*Group{}
+	for _, t := range s.Threads {
+		var st []string
+		if stacks != nil {
+			st = stacks(t)
+		}
+		k := KeyOf(t, st)
+		ref := ThreadRef{Rank: rank, GTID: t.GTID, LWP: t.LWP}
+		id := k.id()
+		g := groups[id]
+		if g == nil {
+			g = &Group{Key: k, Ranks: Ranges{{rank, rank}}, Example: ref}
+			groups[id] = g
+		}
+		g.Threads++
+		g.GTIDs = g.GTIDs.Add(t.GTID)
+		if ref.less(g.Example) {
+			g.Example = ref
+		}
+	}
+	return build(len(s.Threads), Ranges{{rank, rank}}, groups)
+}
+
+// Merge combines summaries (of different processes, normally) into a new
+// one; the arguments are not changed. Merge is associative and
+// commutative; nil summaries are skipped.
+func Merge(ss ...*Summary) *Summary {
+	groups := map[string]*Group{}
+	total := 0
+	var ranks Ranges
+	for _, s := range ss {
+		if s == nil {
+			continue
+		}
+		total += s.Threads
+		ranks = ranks.Union(s.Ranks)
+		for _, g := range s.Groups {
+			id := g.Key.id()
+			m := groups[id]
+			if m == nil {
+				c := g
+				c.Ranks = append(Ranges(nil), g.Ranks...)
+				c.GTIDs = append(Ranges(nil), g.GTIDs...)
+				groups[id] = &c
+				continue
+			}
+			single := m.Ranks.single() && g.Ranks.single() && m.Ranks[0] == g.Ranks[0]
+			m.Threads += g.Threads
+			m.Ranks = m.Ranks.Union(g.Ranks)
+			if single {
+				m.GTIDs = m.GTIDs.Union(g.GTIDs)
+			} else {
+				m.GTIDs = nil
+			}
+			if g.Example.less(m.Example) {
+				m.Example = g.Example
+			}
+		}
+	}
+	return build(total, ranks, groups)
+}
+
+func build(total int, ranks Ranges, groups map[string]*Group) *Summary {
+	s := &Summary{Threads: total, Ranks: ranks, Groups: make([]Group, 0, len(groups))}
+	ids := make(map[*Group]string, len(groups))
+	for id, g := range groups {
+		ids[g] = id
+	}
+	ordered := make([]*Group, 0, len(groups))
+	for _, g := range groups {
+		ordered = append(ordered, g)
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		if ordered[i].Threads != ordered[j].Threads {
+			return ordered[i].Threads > ordered[j].Threads
+		}
+		return ids[ordered[i]] < ids[ordered[j]]
+	})
+	for _, g := range ordered {
+		s.Groups = append(s.Groups, *g)
+	}
+	return s
+}
+
+// Describe writes what a group's threads do in one line, as
+// "wait_barrier_implicit in main.omp_outlined, level 1, team of 256",
+// outer regions after the innermost one ("; in f, level 1, team of 3").
+func (k Key) Describe() string {
+	var b strings.Builder
+	if k.State != "" {
+		b.WriteString(k.State)
+	} else {
+		b.WriteString("(state not tracked)")
+	}
+	active := 0
+	for _, r := range k.Regions {
+		if r.Level == 0 && r.NumThreads <= 1 && r.Function == "" {
+			continue // the initial (implicit) region every thread has
+		}
+		if active > 0 {
+			b.WriteString(";")
+		}
+		active++
+		fn := r.Function
+		if fn == "" {
+			fn = "?"
+		}
+		fmt.Fprintf(&b, " in %s, level %d, team of %d", fn, r.Level, r.NumThreads)
+	}
+	if active == 0 {
+		b.WriteString(", serial")
+	}
+	if len(k.Stack) > 0 {
+		b.WriteString("; stack " + strings.Join(k.Stack, " < "))
+	}
+	return b.String()
+}
+
+// Range is the integers First to Last, both included.
+type Range struct {
+	First, Last int
+}
+
+// Ranges is a set of integers (ranks, thread ids) as sorted, disjoint,
+// non-adjacent ranges. Its String and JSON forms are "0-511,513".
+type Ranges []Range
+
+// MarshalText writes r as String does.
+func (r Ranges) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads the String form ("0-511,513"; "" is the empty set).
+func (r *Ranges) UnmarshalText(b []byte) error {
+	var out Ranges
+	for _, part := range strings.Split(string(b), ",") {
+		if part == "" && len(b) == 0 {
+			break
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil || first < 0 {
+			return fmt.Errorf("summary: bad range %q in %q", part, b)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil || last < first {
+				return fmt.Errorf("summary: bad range %q in %q", part, b)
+			}
+		}
+		out = append(out, Range{first, last})
+	}
+	*r = out.Union(nil)
+	return nil
+}
+
+// Add returns r with n added.
+func (r Ranges) Add(n int) Ranges { return r.Union(Ranges{{n, n}}) }
+
+// Union returns the integers in r or o, as a new Ranges.
+func (r Ranges) Union(o Ranges) Ranges {
+	all := make(Ranges, 0, len(r)+len(o))
+	all = append(append(all, r...), o...)
+	sort.Slice(all, func(i, j int) bool { return all[i].First < all[j].First })
+	out := make(Ranges, 0, len(all))
+	for _, x := range all {
+		if x.Last < x.First {
+			continue
+		}
+		if n := len(out); n > 0 && x.First <= out[n-1].Last+1 {
+			if x.Last > out[n-1].Last {
+				out[n-1].Last = x.Last
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// Len is how many integers r holds.
+func (r Ranges) Len() int {
+	n := 0
+	for _, x := range r {
+		n += x.Last - x.First + 1
+	}
+	return n
+}
+
+func (r Ranges) single() bool { return len(r) == 1 && r[0].First == r[0].Last }
+
+func (r Ranges) String() string {
+	parts := make([]string, len(r))
+	for i, x := range r {
+		if x.First == x.Last {
+			parts[i] = strconv.Itoa(x.First)
+		} else {
+			parts[i] = strconv.Itoa(x.First) + "-" + strconv.Itoa(x.Last)
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,213 @@
+package summary_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/summary"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// snapshotOf reads the snapshot of a fixture's core.
+func snapshotOf(t *testing.T, stop *fixtures.Stop) *ompd.Snapshot {
+	t.Helper()
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	s, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	return s
+}
+
+// roleState is the state each role's thread is in at the stop (see
+// internal/fixtures' package documentation).
+var roleState = map[string]string{
+	fixtures.RoleStopper:  "work_parallel",
+	fixtures.RoleWorking:  "work_parallel",
+	fixtures.RoleBarrier:  "wait_barrier_explicit",
+	fixtures.RoleLock:     "wait_lock",
+	fixtures.RoleCritical: "wait_lock",
+}
+
+// truthGroups is what the grouping must give, from the program's own
+// answers: threads counted by state and by the team sizes of their nest
+// (innermost first), with their LWPs.
+func truthGroups(truth *fixtures.Truth) map[string][]int {
+	out := map[string][]int{}
+	for _, th := range truth.Threads {
+		k := roleState[th.Role]
+		for l := th.Level; l >= 0; l-- {
+			k += fmt.Sprintf(" L%d/%d", l, th.Ancestors[l].TeamSize)
+		}
+		out[k] = append(out[k], th.TID)
+	}
+	return out
+}
+
+// groupsOf is truthGroups' form of a summary of one process, whose LWPs
+// come from the snapshot.
+func groupsOf(s *ompd.Snapshot, sum *summary.Summary) map[string][]int {
+	lwp := map[int]int{}
+	for _, t := range s.Threads {
+		lwp[t.GTID] = int(t.LWP)
+	}
+	out := map[string][]int{}
+	for _, g := range sum.Groups {
+		k := g.State
+		for _, r := range g.Regions {
+			k += fmt.Sprintf(" L%d/%d", r.Level, r.NumThreads)
+		}
+		for _, rg := range g.GTIDs {
+			for gtid := rg.First; gtid <= rg.Last; gtid++ {
+				out[k] = append(out[k], lwp[gtid])
+			}
+		}
+		sort.Ints(out[k])
+	}
+	return out
+}
+
+// TestOfMatchesTruth groups the threads of real cores and compares each
+// group (state, team sizes of the nest, members) with what the programs
+// recorded.
+func TestOfMatchesTruth(t *testing.T) {
+	fixtures.Runtime(t)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{fixtures.Nested, nil},
+		{fixtures.Serialized, nil},
+		{fixtures.Many, []string{"64"}},
+		{fixtures.Many, []string{"16", "spin"}},
+	} {
+		t.Run(fmt.Sprint(c.name, c.args), func(t *testing.T) {
+			stop := fixtures.Core(t, c.name, c.args...)
+			s := snapshotOf(t, stop)
+			sum := summary.Of(3, s, nil)
+			want := truthGroups(stop.Truth)
+			for _, v := range want {
+				sort.Ints(v)
+			}
+			assert.Equal(t, want, groupsOf(s, sum))
+			assert.Equal(t, len(stop.Truth.Threads), sum.Threads)
+			assert.Equal(t, "3", sum.Ranks.String())
+			n := 0
+			for i, g := range sum.Groups {
+				n += g.Threads
+				assert.Equal(t, g.Threads, g.GTIDs.Len())
+				assert.Equal(t, "3", g.Ranks.String())
+				assert.Equal(t, 3, g.Example.Rank)
+				assert.Equal(t, g.GTIDs[0].First, g.Example.GTID, "the lowest gtid")
+				if i > 0 {
+					assert.GreaterOrEqual(t, sum.Groups[i-1].Threads, g.Threads, "largest first")
+				}
+			}
+			assert.Equal(t, sum.Threads, n)
+		})
+	}
+}
+
+// TestMergeAssociative merges the summaries of real cores (as ranks of a
+// job, some cores used for several ranks) flat and in random trees, in
+// random orders: every way gives the same summary, and JSON carries it
+// unchanged between levels of the tree.
+func TestMergeAssociative(t *testing.T) {
+	fixtures.Runtime(t)
+	var snaps []*ompd.Snapshot
+	for _, c := range [][]string{{fixtures.Many, "8"}, {fixtures.Many, "16", "spin"}, {fixtures.Many, "4"}} {
+		snaps = append(snaps, snapshotOf(t, fixtures.Core(t, c[0], c[1:]...)))
+	}
+	rnd := rand.New(rand.NewSource(1))
+	const ranks = 40
+	var leaves []*summary.Summary
+	for r := 0; r < ranks; r++ {
+		leaves = append(leaves, summary.Of(r, snaps[rnd.Intn(len(snaps))], nil))
+	}
+	flat := summary.Merge(leaves...)
+	assert.Equal(t, "0-39", flat.Ranks.String())
+	total := 0
+	for _, l := range leaves {
+		total += l.Threads
+	}
+	assert.Equal(t, total, flat.Threads)
+	for _, g := range flat.Groups {
+		assert.Empty(t, g.GTIDs, "a group of several ranks has no gtid list")
+	}
+
+	var tree func(ls []*summary.Summary) *summary.Summary
+	tree = func(ls []*summary.Summary) *summary.Summary {
+		if len(ls) == 1 {
+			return ls[0]
+		}
+		cut := 1 + rnd.Intn(len(ls)-1)
+		a, b := tree(ls[:cut]), tree(ls[cut:])
+		// Through JSON, as from one node's collector to the next.
+		var back [2]*summary.Summary
+		for i, s := range []*summary.Summary{a, b} {
+			data, err := json.Marshal(s)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &back[i]))
+		}
+		if rnd.Intn(2) == 0 {
+			return summary.Merge(back[1], back[0])
+		}
+		return summary.Merge(back[0], back[1])
+	}
+	for i := 0; i < 20; i++ {
+		perm := append([]*summary.Summary(nil), leaves...)
+		rnd.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		assert.Equal(t, flat, tree(perm), "tree %d", i)
+	}
+	// Merging one rank's summary with itself keeps its gtid lists.
+	one := summary.Merge(leaves[0], leaves[0])
+	for _, g := range one.Groups {
+		assert.NotEmpty(t, g.GTIDs)
+	}
+}
+
+func TestRanges(t *testing.T) {
+	var r summary.Ranges
+	for _, n := range []int{513, 3, 0, 1, 2, 511, 4, 512, 600} {
+		r = r.Add(n)
+	}
+	assert.Equal(t, "0-4,511-513,600", r.String())
+	assert.Equal(t, 9, r.Len())
+	var back summary.Ranges
+	require.NoError(t, back.UnmarshalText([]byte("600,511-513,0-4,2")))
+	assert.Equal(t, r, back)
+	require.NoError(t, back.UnmarshalText(nil))
+	assert.Empty(t, back)
+	for _, bad := range []string{"x", "1-", "3-1", "-2", "1,,2", "1-2-3"} {
+		assert.Error(t, back.UnmarshalText([]byte(bad)), bad)
+	}
+}
+
+func ExampleMerge() {
+	a := &summary.Summary{Threads: 4, Ranks: summary.Ranges{{0, 0}}, Groups: []summary.Group{{
+		Key:     summary.Key{State: "wait_barrier_implicit", Regions: []summary.Region{{Level: 1, NumThreads: 4, Function: "main.omp_outlined"}}},
+		Threads: 4, Ranks: summary.Ranges{{0, 0}}, GTIDs: summary.Ranges{{0, 0}, {9, 11}},
+	}}}
+	b := &summary.Summary{Threads: 4, Ranks: summary.Ranges{{1, 1}}, Groups: []summary.Group{{
+		Key:     a.Groups[0].Key,
+		Threads: 4, Ranks: summary.Ranges{{1, 1}}, GTIDs: summary.Ranges{{0, 0}, {9, 11}}, Example: summary.ThreadRef{Rank: 1},
+	}}}
+	m := summary.Merge(a, b)
+	for _, g := range m.Groups {
+		fmt.Printf("%d threads %s, ranks %s\n", g.Threads, g.Describe(), g.Ranks)
+	}
+	// Output:
+	// 8 threads wait_barrier_implicit in main.omp_outlined, level 1, team of 4, ranks 0-1
+}

@@ -23,10 +23,12 @@ const maxTypeDepth = 64
 // ErrNoDWARF reports an object without debug information.
 var ErrNoDWARF = errors.New("no DWARF debug information")
 
-// loadDWARF reads the object's DWARF and indexes its named types once. The
+// loadDWARF reads the object's DWARF once and prepares its type index. The
 // index maps "struct x", "union x", "class x", "enum x" and plain typedef
-// and base type names to the entry that defines them, a complete definition
-// winning over a declaration. Types local to functions are not indexed.
+// and base type names to the entry that defines them, the first complete
+// definition in .debug_info order winning over a declaration. Types local
+// to functions are not indexed. It is filled lazily (see dwarfscan.go):
+// lookups scan on until the name they need has a complete definition.
 func (o *Object) loadDWARF() {
 	o.dw.once.Do(func() {
 		f, where := o.f, o.path
@@ -43,60 +45,104 @@ func (o *Object) loadDWARF() {
 			}
 			f, where = df, o.dbgPath
 		}
-		d, err := f.DWARF()
+		o.dw.where = where
+		o.dw.index = make(map[string]typeEntry)
+		d, secs, ok, err := loadSections(f)
 		if err != nil {
 			o.dw.err = fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 			return
 		}
-		idx := make(map[string]typeEntry)
-		add := func(key string, e *dwarf.Entry) {
-			decl, _ := e.Val(dwarf.AttrDeclaration).(bool)
-			if old, ok := idx[key]; !ok || (old.decl && !decl) {
-				idx[key] = typeEntry{off: e.Offset, decl: decl}
-			}
+		if ok {
+			o.dw.data = d
+			o.dw.scan = &dieScanner{secs: secs, order: f.ByteOrder}
+			return
 		}
-		r := d.Reader()
-		for {
-			e, err := r.Next()
-			if err != nil {
-				// Keep what was indexed; report the rest as unreadable.
-				o.dw.err = fmt.Errorf("%s: reading DWARF: %w", where, err)
-				break
-			}
-			if e == nil {
-				break
-			}
-			var prefix string
-			switch e.Tag {
-			case dwarf.TagSubprogram, dwarf.TagLexDwarfBlock, dwarf.TagInlinedSubroutine:
-				if e.Children {
-					r.SkipChildren()
-				}
-				continue
-			case dwarf.TagStructType:
-				prefix = "struct "
-			case dwarf.TagUnionType:
-				prefix = "union "
-			case dwarf.TagClassType:
-				prefix = "class "
-			case dwarf.TagEnumerationType:
-				prefix = "enum "
-			case dwarf.TagTypedef, dwarf.TagBaseType:
-			default:
-				continue
-			}
-			name, _ := e.Val(dwarf.AttrName).(string)
-			if name == "" {
-				continue
-			}
-			add(prefix+name, e)
-			if e.Tag == dwarf.TagClassType {
-				add("struct "+name, e)
-			}
+		if d, err = f.DWARF(); err != nil {
+			o.dw.err = fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
+			return
 		}
 		o.dw.data = d
-		o.dw.index = idx
+		o.indexAll()
 	})
+}
+
+// addIndex records a named type entry, a complete definition replacing a
+// declaration.
+func (o *Object) addIndex(key string, off dwarf.Offset, decl bool, tag dwarf.Tag) {
+	add := func(key string) {
+		if old, ok := o.dw.index[key]; !ok || (old.decl && !decl) {
+			o.dw.index[key] = typeEntry{off: off, decl: decl}
+		}
+	}
+	add(key)
+	if tag == dwarf.TagClassType {
+		add("struct " + strings.TrimPrefix(key, "class "))
+	}
+}
+
+// indexed returns the index entry for key, scanning on until key has a
+// complete definition or everything is indexed. Callers hold o.dw.mu.
+func (o *Object) indexed(key string) (typeEntry, bool) {
+	for {
+		e, ok := o.dw.index[key]
+		if ok && !e.decl || o.dw.scan == nil {
+			return e, ok
+		}
+		for o.dw.scan != nil {
+			s, more, err := o.dw.scan.next()
+			if err != nil {
+				// Data the scanner cannot read: index everything
+				// with debug/dwarf's Reader instead.
+				o.dw.scan = nil
+				clear(o.dw.index)
+				o.indexAll()
+				break
+			}
+			if !more {
+				o.dw.scan = nil
+				break
+			}
+			o.addIndex(s.key, s.off, s.decl, s.tag)
+			if !s.decl && strings.HasSuffix(key, s.key[strings.IndexByte(s.key, ' ')+1:]) {
+				if e, ok := o.dw.index[key]; ok && !e.decl {
+					break
+				}
+			}
+		}
+	}
+}
+
+// indexAll indexes every named type with debug/dwarf's Reader, for DWARF
+// the scanner does not read. An error keeps what was indexed and is
+// reported with lookups that fail.
+func (o *Object) indexAll() {
+	r := o.dw.data.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			o.dw.err = fmt.Errorf("%s: reading DWARF: %w", o.dw.where, err)
+			return
+		}
+		if e == nil {
+			return
+		}
+		if skipsChildren(e.Tag) {
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		prefix, ok := indexPrefix(e.Tag)
+		if !ok {
+			continue
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		if name == "" {
+			continue
+		}
+		decl, _ := e.Val(dwarf.AttrDeclaration).(bool)
+		o.addIndex(prefix+name, e.Offset, decl, e.Tag)
+	}
 }
 
 // typeKeys are the index keys tried for a type name as a user writes it.
@@ -118,7 +164,7 @@ func (o *Object) findType(name string) (dwarf.Type, bool, error) {
 	}
 	var best *typeEntry
 	for _, k := range typeKeys(name) {
-		if e, ok := o.dw.index[k]; ok {
+		if e, ok := o.indexed(k); ok {
 			if best == nil || (best.decl && !e.decl) {
 				e := e
 				best = &e
@@ -129,7 +175,7 @@ func (o *Object) findType(name string) (dwarf.Type, bool, error) {
 		}
 	}
 	if best == nil {
-		return nil, false, nil
+		return nil, false, o.dw.err
 	}
 	t, err := o.dw.data.Type(best.off)
 	if err != nil {
@@ -150,7 +196,7 @@ func (o *Object) strip(t dwarf.Type) dwarf.Type {
 			t = tt.Type
 		case *dwarf.StructType:
 			if tt.Incomplete && tt.StructName != "" {
-				if e, ok := o.dw.index[tt.Kind+" "+tt.StructName]; ok && !e.decl {
+				if e, ok := o.indexed(tt.Kind + " " + tt.StructName); ok && !e.decl {
 					if full, err := o.dw.data.Type(e.off); err == nil {
 						if st, ok := full.(*dwarf.StructType); ok && !st.Incomplete {
 							return st

@@ -30,6 +30,7 @@ package objfile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"debug/dwarf"
 	"debug/elf"
@@ -38,6 +39,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -82,7 +84,7 @@ type Object struct {
 
 	symOnce sync.Once
 	syms    map[string]Symbol
-	funcs   []Symbol // defined functions sorted by address (run-time)
+	funcs   []Symbol // defined functions in table order (see sortedFuncs)
 	symErr  error
 
 	// The separate debug file, found on first need (see separate).
@@ -97,6 +99,10 @@ type Object struct {
 	fullSyms  map[string]Symbol
 	fullFuncs []Symbol
 	fullErr   error
+
+	// fullFuncs sorted by address, on the first SymbolAt.
+	sortOnce sync.Once
+	sorted   []Symbol
 
 	noteOnce  sync.Once
 	buildID   []byte
@@ -452,13 +458,25 @@ func (o *Object) addSymbols(syms map[string]Symbol, funcs *[]Symbol, list []elf.
 	return nil
 }
 
-func sortFuncs(funcs []Symbol) {
-	sort.SliceStable(funcs, func(i, j int) bool {
-		if funcs[i].Addr != funcs[j].Addr {
-			return funcs[i].Addr < funcs[j].Addr
-		}
-		return symRank(funcs[i]) > symRank(funcs[j])
+// sortedFuncs returns the object's functions (see indexFull) sorted by
+// address, a global definition before a local one at the same address and
+// otherwise in table order. It sorts on the first call only: opening a
+// core looks symbols up by name in every library but asks few of them for
+// the function at an address.
+func (o *Object) sortedFuncs() []Symbol {
+	o.indexFull()
+	o.sortOnce.Do(func() {
+		// In place: nothing else reads fullFuncs (or funcs, which it
+		// may share) once indexFull is done.
+		o.sorted = o.fullFuncs
+		slices.SortStableFunc(o.sorted, func(a, b Symbol) int {
+			if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
+				return c
+			}
+			return cmp.Compare(symRank(b), symRank(a))
+		})
 	})
+	return o.sorted
 }
 
 // indexSymbols indexes the symbols the object has itself: its .symtab and
@@ -475,7 +493,6 @@ func (o *Object) indexSymbols() {
 		if err := o.addSymbols(o.syms, &o.funcs, dyn, err, ".dynsym"); err != nil {
 			errs = append(errs, err)
 		}
-		sortFuncs(o.funcs)
 		if len(errs) > 0 {
 			o.symErr = fmt.Errorf("objfile: %s: %w", o.path, errors.Join(errs...))
 		}
@@ -507,7 +524,6 @@ func (o *Object) indexFull() {
 		if err := o.addSymbols(syms, &funcs, list, err, o.dbgPath+": .symtab"); err != nil {
 			o.fullErr = fmt.Errorf("objfile: %s: %w", o.path, err)
 		}
-		sortFuncs(funcs)
 		o.fullSyms, o.fullFuncs = syms, funcs
 	})
 }
@@ -557,8 +573,7 @@ func (o *Object) SymbolErr() error {
 // address), from the object's symbols and, without a .symtab of its own,
 // those of its separate debug file.
 func (o *Object) SymbolAt(addr uint64) (Symbol, bool) {
-	o.indexFull()
-	funcs := o.fullFuncs
+	funcs := o.sortedFuncs()
 	i := sort.Search(len(funcs), func(i int) bool { return funcs[i].Addr > addr })
 	// Look back over a few candidates: functions sharing a start address
 	// (aliases) or a zero-sized symbol just before a sized one.
@@ -587,8 +602,10 @@ func baseName(p string) string {
 // dwarfState is an object's lazily loaded DWARF and its type index.
 type dwarfState struct {
 	once  sync.Once
-	mu    sync.Mutex // guards data.Type, whose cache is not concurrency-safe
+	mu    sync.Mutex // guards data.Type (whose cache is not concurrency-safe), index, scan and err
 	data  *dwarf.Data
-	index map[string]typeEntry
+	where string               // the file the DWARF comes from
+	index map[string]typeEntry // filled by scan, or all at once by indexAll
+	scan  *dieScanner          // what is left to index; nil when done
 	err   error
 }

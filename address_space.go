@@ -50,7 +50,10 @@ type AddressSpace struct {
 // missing or inconsistent gives ErrIncompatible; a runtime that has not initialized
 // itself yet (the program has not entered any OpenMP construct or call)
 // gives ErrUnavailable: open again once it has, for instance after the
-// breakpoint Breakpoints().DLLLocationsValid.
+// breakpoint Breakpoints().DLLLocationsValid. A target that finds no
+// runtime but could not load some of its libraries (a core whose libomp
+// is missing, unreadable or of another build) gives ErrIncompatible with
+// the target's reason (target.ErrObjectMissing), not ErrNoRuntime.
 func Open(t target.Target) (*AddressSpace, error) {
 	if t == nil {
 		return nil, errorf(ErrBadInput, "open: nil target")
@@ -80,6 +83,11 @@ func Open(t target.Target) (*AddressSpace, error) {
 			// ones, are not: it is stripped and the target found no
 			// separate debug information for it.
 			return nil, wrapErr(ErrIncompatible, err2, "open: the OpenMP runtime is loaded but has no symbol ompd_sizeof__kmp_info_t or __kmp_threads: it is stripped and no usable debug information was found for it (install its debug package, or point the target at its debug file or at a debuginfod server)")
+		}
+		if errors.Is(err2, target.ErrObjectMissing) {
+			// The runtime may be among the objects the target could not
+			// load: say so, rather than that there is none.
+			return nil, wrapErr(ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded")
 		}
 		return nil, fmt.Errorf("open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads: %w", ErrNoRuntime)
 	} else {

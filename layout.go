@@ -1,9 +1,9 @@
 package ompd
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -321,7 +321,7 @@ func (l *layout) finish(ptr uint64) error {
 		errs = append(errs, fmt.Errorf("layout: structure sizes out of range"))
 	}
 	if len(errs) > 0 {
-		return wrapErr(ErrIncompatible, errors.Join(errs...), "runtime layout tables")
+		return wrapErr(ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
 	}
 
 	ext := func(fs ...field) uint64 {
@@ -356,7 +356,7 @@ func (l *layout) finish(ptr uint64) error {
 	}
 	check("sizeof(int) is odd", l.intSize == 4 || l.intSize == 2 || l.intSize == 8)
 	if len(errs) > 0 {
-		return wrapErr(ErrIncompatible, errors.Join(errs...), "runtime layout tables")
+		return wrapErr(ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
 	}
 	return nil
 }

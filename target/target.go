@@ -43,6 +43,11 @@ var (
 	ErrNoMemory = errors.New("memory not available")
 	// ErrNoThread reports a thread id that the target does not know.
 	ErrNoThread = errors.New("no such thread")
+	// ErrObjectMissing comes with ErrNotFound from a lookup in a target
+	// that could not load every object (shared library) it names: what
+	// was looked for may be in one of those, and the error says which
+	// and why (missing, unreadable, of another build).
+	ErrObjectMissing = errors.New("some objects of the target could not be loaded")
 )
 
 // ReadError reports a failed memory read or write. It wraps the cause, which

@@ -21,6 +21,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ompd-go/ompd/internal/regfile"
 )
 
 // Errors returned by Find.
@@ -163,7 +165,9 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 			}
 		}
 	}
-	if hasLink && !strings.ContainsRune(link, '/') {
+	// A debuglink is a file name: one with a directory, or "." or "..",
+	// would lead out of the directories searched.
+	if hasLink && !strings.ContainsRune(link, '/') && link != "." && link != ".." {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			abs = path
@@ -209,11 +213,11 @@ func same(a, b string) bool {
 // verify checks that the debug file at cand belongs to the object: same
 // build-id when the object has one, else (checkCRC) the debuglink CRC.
 func verify(cand string, id []byte, checkCRC bool, crc uint32) error {
-	df, err := elf.Open(cand)
+	df, fd, err := regfile.OpenELF(cand)
 	if err != nil {
-		return fmt.Errorf("%s: %v", cand, err)
+		return err
 	}
-	defer df.Close()
+	defer fd.Close()
 	if len(id) > 0 {
 		got := BuildID(df)
 		if !bytes.Equal(got, id) {
@@ -233,7 +237,7 @@ func verify(cand string, id []byte, checkCRC bool, crc uint32) error {
 }
 
 func fileCRC(path string) (uint32, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return 0, err
 	}

@@ -39,12 +39,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/errjoin"
+	"github.com/ompd-go/ompd/internal/regfile"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -90,6 +93,7 @@ type Object struct {
 	// The separate debug file, found on first need (see separate).
 	dbgOnce sync.Once
 	dbgFile *elf.File
+	dbgFd   *os.File // the file under dbgFile
 	dbgPath string
 	dbgErr  error
 
@@ -119,8 +123,9 @@ type Object struct {
 type Option func(*options)
 
 type options struct {
-	debug debuginfo.Options
-	ctx   context.Context
+	debug  debuginfo.Options
+	ctx    context.Context
+	closer io.Closer
 }
 
 // WithDebugInfo sets where an object without its own symbol table or DWARF
@@ -143,16 +148,24 @@ func WithContext(ctx context.Context) Option {
 	return func(o *options) { o.ctx = ctx }
 }
 
-// Open opens the ELF file at path as an object loaded at bias. The file
+// WithCloser makes the object's Close close c too: the file under an
+// *elf.File made with elf.NewFile (such as regfile.OpenELF's), which the
+// *elf.File's own Close leaves open.
+func WithCloser(c io.Closer) Option {
+	return func(o *options) { o.closer = c }
+}
+
+// Open opens the ELF file at path as an object loaded at bias. Only a
+// regular file is opened (see package regfile). The file
 // stays open until Close; symbols and DWARF are read on first use, and a
 // separate debug file is looked for (as the options say) when the object
 // lacks its own symbol table or DWARF.
 func Open(path string, bias uint64, opts ...Option) (*Object, error) {
-	f, err := elf.Open(path)
+	f, fd, err := regfile.OpenELF(path)
 	if err != nil {
-		return nil, fmt.Errorf("objfile: %s: %w", path, err)
+		return nil, fmt.Errorf("objfile: %w", err)
 	}
-	return NewObject(f, path, bias, opts...), nil
+	return NewObject(f, path, bias, append(opts, WithCloser(fd))...), nil
 }
 
 // NewObject wraps an already opened ELF file as an object loaded at bias
@@ -184,8 +197,13 @@ func (o *Object) Close() error {
 	// from opening anything.
 	o.dbgOnce.Do(func() { o.dbgErr = errors.New("objfile: object closed") })
 	err := o.f.Close()
-	if o.dbgFile != nil {
-		if cerr := o.dbgFile.Close(); err == nil {
+	if o.opts.closer != nil {
+		if cerr := o.opts.closer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if o.dbgFd != nil {
+		if cerr := o.dbgFd.Close(); err == nil {
 			err = cerr
 		}
 	}
@@ -223,17 +241,17 @@ func (o *Object) separate() (*elf.File, error) {
 			o.dbgErr = err
 			return
 		}
-		df, err := elf.Open(path)
+		df, fd, err := regfile.OpenELF(path)
 		if err != nil {
-			o.dbgErr = fmt.Errorf("debug file %s: %w", path, err)
+			o.dbgErr = fmt.Errorf("debug file: %w", err)
 			return
 		}
 		if df.Machine != o.f.Machine || df.Class != o.f.Class || df.ByteOrder != o.f.ByteOrder {
-			df.Close()
+			fd.Close()
 			o.dbgErr = fmt.Errorf("debug file %s is for %v %v, the object for %v %v: %w", path, df.Machine, df.Class, o.f.Machine, o.f.Class, debuginfo.ErrMismatch)
 			return
 		}
-		o.dbgFile, o.dbgPath = df, path
+		o.dbgFile, o.dbgFd, o.dbgPath = df, fd, path
 	})
 	return o.dbgFile, o.dbgErr
 }
@@ -494,7 +512,7 @@ func (o *Object) indexSymbols() {
 			errs = append(errs, err)
 		}
 		if len(errs) > 0 {
-			o.symErr = fmt.Errorf("objfile: %s: %w", o.path, errors.Join(errs...))
+			o.symErr = fmt.Errorf("objfile: %s: %w", o.path, errjoin.Join(errs...))
 		}
 	})
 }
@@ -565,7 +583,7 @@ func (o *Object) Lookup(name string) (Symbol, error) {
 // debug file.
 func (o *Object) SymbolErr() error {
 	o.indexFull()
-	return errors.Join(o.symErr, o.fullErr)
+	return errjoin.Join(o.symErr, o.fullErr)
 }
 
 // SymbolAt returns the function symbol whose [Addr, Addr+Size) contains

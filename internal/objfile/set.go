@@ -1,9 +1,9 @@
 package objfile
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -39,7 +39,7 @@ func (s *Set) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errjoin.Join(errs...)
 }
 
 // LookupSymbol returns the first object that defines name (the executable
@@ -58,7 +58,7 @@ func (s *Set) LookupSymbol(name string) (*Object, Symbol, error) {
 	}
 	err := target.ErrNotFound
 	if len(errs) > 0 {
-		err = fmt.Errorf("%w (%v)", target.ErrNotFound, errors.Join(errs...))
+		err = fmt.Errorf("%w (%v)", target.ErrNotFound, errjoin.Join(errs...))
 	}
 	return nil, Symbol{}, &target.LookupError{Kind: "symbol", Name: name, Err: err}
 }
@@ -113,7 +113,7 @@ func (s *Set) TypeSize(typeName string) (uint64, error) {
 			errs = append(errs, err)
 		}
 	}
-	return 0, notFound("type", typeName, errors.Join(errs...))
+	return 0, notFound("type", typeName, errjoin.Join(errs...))
 }
 
 // FieldOffset returns the offset of the named member (see
@@ -137,7 +137,7 @@ func (s *Set) FieldOffset(typeName, field string) (uint64, error) {
 	if fieldErr != nil {
 		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: fieldErr}
 	}
-	return 0, notFound("type", typeName, errors.Join(errs...))
+	return 0, notFound("type", typeName, errjoin.Join(errs...))
 }
 
 // BitField returns the bit position and width of the named member (see
@@ -161,5 +161,5 @@ func (s *Set) BitField(typeName, field string) (bitOffset, bitSize uint64, err e
 	if fieldErr != nil {
 		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: fieldErr}
 	}
-	return 0, 0, notFound("type", typeName, errors.Join(errs...))
+	return 0, 0, notFound("type", typeName, errjoin.Join(errs...))
 }

@@ -36,9 +36,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/regfile"
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
@@ -161,19 +164,26 @@ func WithSearchPath(dirs ...string) Option {
 	return func(c *config) { c.searchPath = append(c.searchPath, dirs...) }
 }
 
-// paths lists where to look for the file the core calls name.
+// paths lists where to look for the file the core calls name. Under a
+// sysroot the name is resolved inside it (regfile.InRoot): neither ".."
+// components nor symbolic links lead out of it. The search path gets the
+// base name only.
 func (c *config) paths(name string) []string {
 	if p, ok := c.fileMap[name]; ok {
 		return []string{p}
 	}
 	var out []string
 	if c.sysroot != "" {
-		out = append(out, filepath.Join(c.sysroot, name))
+		if p, err := regfile.InRoot(c.sysroot, name); err == nil {
+			out = append(out, p)
+		}
 	} else {
 		out = append(out, name)
 	}
-	for _, d := range c.searchPath {
-		out = append(out, filepath.Join(d, filepath.Base(name)))
+	if base := filepath.Base(name); base != "." && base != ".." && base != "/" {
+		for _, d := range c.searchPath {
+			out = append(out, filepath.Join(d, base))
+		}
 	}
 	return out
 }
@@ -202,13 +212,18 @@ type ObjectInfo struct {
 type Core struct {
 	corePath string
 	r        io.ReaderAt
-	f        *os.File // nil when not opened from a file
+	f        *os.File  // nil when not opened from a file
+	size     int64     // of f at Open
+	mtime    time.Time // of f at Open
 	d        *coreData
 	mem      *memory
 	set      *objfile.Set
 	files    map[string]*mappedFile
 	infos    []ObjectInfo
 	warnings []string
+	// notLoaded lists the libraries the core names that could not be
+	// loaded, with why.
+	notLoaded []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -236,7 +251,7 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	if cfg.debuginfodEnv {
 		cfg.debuginfod = DebuginfodFromEnv()
 	}
-	f, err := os.Open(corePath)
+	f, err := regfile.Open(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)
 	}
@@ -252,6 +267,7 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	}
 	c.f = f
 	c.corePath = corePath
+	c.size, c.mtime = st.Size(), st.ModTime()
 	if err := c.loadObjects(&cfg, exePath); err != nil {
 		c.Close()
 		return nil, err
@@ -268,6 +284,13 @@ func newCore(r io.ReaderAt, size int64, cfg *config) (*Core, error) {
 	}
 	c := &Core{r: r, d: d, set: objfile.NewSet()}
 	c.buildMemory(cfg)
+	if len(d.cuts) > 0 {
+		lost := uint64(0)
+		for _, k := range d.cuts {
+			lost += k.end - k.start
+		}
+		c.warnf("the core file is cut short (%d bytes): %d memory segments from program header %d (address %#x) on lack %d bytes, which read as errors", d.size, len(d.cuts), d.cuts[0].prog, d.cuts[0].start, lost)
+	}
 	return c, nil
 }
 
@@ -279,6 +302,9 @@ func (c *Core) buildMemory(cfg *config) {
 		if p.typ == elf.PT_LOAD && p.filesz > 0 {
 			rs = append(rs, region{start: p.vaddr, end: p.vaddr + p.filesz, base: p.vaddr, src: coreSource{r: c.r, off: p.off}})
 		}
+	}
+	for _, k := range c.d.cuts {
+		rs = append(rs, region{start: k.start, end: k.end, base: k.start, src: cutSource{size: c.d.size}})
 	}
 	c.mem.add(layerCore, rs...)
 	page := c.d.pageSize
@@ -303,7 +329,22 @@ func (c *Core) buildMemory(cfg *config) {
 }
 
 func (c *Core) warnf(format string, args ...any) {
-	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+	c.warnings = append(c.warnings, oneLine(fmt.Sprintf(format, args...)))
+}
+
+// missing records a library of the core that could not be loaded: a
+// warning, and the reason symbol lookups that fail name (see
+// LookupSymbol).
+func (c *Core) missing(name string, err error) {
+	msg := oneLine(fmt.Sprintf("%s: %v", name, err))
+	c.warnings = append(c.warnings, msg)
+	c.notLoaded = append(c.notLoaded, msg)
+}
+
+// oneLine joins the lines of a message (errors.Join separates its errors
+// by newlines) with "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 // candidate is a shared object found in NT_FILE.
@@ -368,10 +409,11 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		// The core keeps the first page of mapped ELF files: skip mapped
 		// files that are not ELF without looking for them.
 		var magic [4]byte
-		if err := c.mem.read(magic[:], cd.start, layerCore+1); err == nil && string(magic[:]) != elf.ELFMAG {
+		err := c.mem.read(magic[:], cd.start, layerCore+1)
+		if err == nil && string(magic[:]) != elf.ELFMAG {
 			continue
 		}
-		o, err := c.openLib(cfg, cd.name, func(f *elf.File) (uint64, error) {
+		o, err := c.openLib(cfg, cd.name, err == nil, func(f *elf.File) (uint64, error) {
 			low, ok := objfile.LowestLoad(f)
 			if !ok {
 				return 0, errors.New("no PT_LOAD segment")
@@ -380,7 +422,7 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		})
 		if err != nil {
 			if !errors.Is(err, errNotShared) {
-				c.warnf("%s: %v", cd.name, err)
+				c.missing(cd.name, err)
 				failed[filepath.Base(cd.name)] = true
 			}
 			continue
@@ -419,10 +461,10 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		if !strings.HasPrefix(e.Name, "/") {
 			continue // linux-vdso.so.1 and the like: no file
 		}
-		o, err := c.openLib(cfg, e.Name, func(*elf.File) (uint64, error) { return e.LAddr, nil })
+		o, err := c.openLib(cfg, e.Name, true, func(*elf.File) (uint64, error) { return e.LAddr, nil })
 		if err != nil {
-			if !failed[filepath.Base(e.Name)] && !errors.Is(err, errNotShared) {
-				c.warnf("%s: %v", e.Name, err)
+			if !failed[filepath.Base(e.Name)] {
+				c.missing(e.Name, err)
 			}
 			continue
 		}
@@ -464,31 +506,42 @@ var errNotShared = errors.New("not an ELF shared object for this machine")
 
 // openLib opens the shared object the core calls name, with the bias that
 // biasOf computes from its ELF headers, and checks its build-id against
-// the copy of its notes in the core.
-func (c *Core) openLib(cfg *config, name string, biasOf func(*elf.File) (uint64, error)) (*objfile.Object, error) {
+// the copy of its notes in the core. Only regular files are opened. When
+// elfExpected is false (the core does not show an ELF header where the
+// file is mapped), a file that is not an ELF shared object of the core's
+// machine gives errNotShared; when it is true, that is a file that does
+// not match the core, and the error says so.
+func (c *Core) openLib(cfg *config, name string, elfExpected bool, biasOf func(*elf.File) (uint64, error)) (*objfile.Object, error) {
 	var errs []error
 	for _, p := range cfg.paths(name) {
-		f, err := elf.Open(p)
+		f, fd, err := regfile.OpenELF(p)
 		if err != nil {
 			var fe *elf.FormatError
-			if errors.As(err, &fe) {
-				return nil, errNotShared
+			if errors.Is(err, regfile.ErrNotELF) || errors.As(err, &fe) {
+				if !elfExpected {
+					return nil, errNotShared
+				}
+				return nil, fmt.Errorf("the core has an ELF object mapped from it, but %w", err)
 			}
 			errs = append(errs, err)
 			continue
 		}
 		if f.Type != elf.ET_DYN || f.Machine != c.d.machine || f.Class != c.d.class {
-			f.Close()
-			return nil, errNotShared
+			fd.Close()
+			if !elfExpected {
+				return nil, errNotShared
+			}
+			return nil, fmt.Errorf("%s is an ELF %v for %v %v, not a shared object for the core's %v %v", p, f.Type, f.Machine, f.Class, c.d.machine, c.d.class)
 		}
 		bias, err := biasOf(f)
 		if err != nil {
-			f.Close()
+			fd.Close()
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
-		o := objfile.NewObject(f, p, bias, cfg.objOptions()...)
+		o := objfile.NewObject(f, p, bias, append(cfg.objOptions(), objfile.WithCloser(fd))...)
 		if err := c.checkBuildID(o); err != nil {
 			o.Close()
+			err = fmt.Errorf("%s does not match the core: %w", p, err)
 			if mf := c.files[name]; mf != nil {
 				mf.disable(err)
 			}
@@ -496,23 +549,28 @@ func (c *Core) openLib(cfg *config, name string, biasOf func(*elf.File) (uint64,
 		}
 		return o, nil
 	}
-	return nil, fmt.Errorf("cannot open: %w", errors.Join(errs...))
+	if len(errs) == 0 {
+		return nil, errors.New("cannot open: no path to look for it under the sysroot")
+	}
+	return nil, fmt.Errorf("cannot open: %w", errjoin.Join(errs...))
 }
 
 // openExe opens the executable and computes its load bias from the
 // auxiliary vector.
 func (c *Core) openExe(path string, cfg *config) (*objfile.Object, error) {
-	f, err := elf.Open(path)
+	f, fd, err := regfile.OpenELF(path)
 	if err != nil {
 		return nil, fmt.Errorf("core: executable: %w", err)
 	}
+	fail := func(err error) (*objfile.Object, error) {
+		fd.Close()
+		return nil, err
+	}
 	if f.Machine != c.d.machine || f.Class != c.d.class {
-		f.Close()
-		return nil, fmt.Errorf("core: executable %s is for %v %v, the core for %v %v", path, f.Machine, f.Class, c.d.machine, c.d.class)
+		return fail(fmt.Errorf("core: executable %s is for %v %v, the core for %v %v", path, f.Machine, f.Class, c.d.machine, c.d.class))
 	}
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
-		f.Close()
-		return nil, fmt.Errorf("core: %s is not an executable (ELF type %v)", path, f.Type)
+		return fail(fmt.Errorf("core: %s is not an executable (ELF type %v)", path, f.Type))
 	}
 	// The load bias as the entry point and as the program headers give
 	// it; they must agree, and be page-aligned.
@@ -523,27 +581,26 @@ func (c *Core) openExe(path string, cfg *config) (*objfile.Object, error) {
 	if v, ok := c.d.auxv[atPhdr]; ok && progVaddr(f, elf.PT_PHDR) != nil {
 		biases = append(biases, v-*progVaddr(f, elf.PT_PHDR))
 	}
-	mismatch := func(why string) error {
-		f.Close()
-		return fmt.Errorf("core: executable %s does not match the core: %s", path, why)
+	mismatch := func(why string) (*objfile.Object, error) {
+		return fail(fmt.Errorf("core: this core was not made from the executable %s: %s", path, why))
 	}
 	var bias uint64
 	switch {
 	case len(biases) == 0:
 		c.warnf("executable %s: no AT_ENTRY or AT_PHDR in the core; assuming load bias 0", path)
 	case len(biases) == 2 && biases[0] != biases[1]:
-		return nil, mismatch(fmt.Sprintf("its entry point and program headers are %#x bytes apart in the core", biases[1]-biases[0]))
+		return mismatch(fmt.Sprintf("its entry point %#x and program headers %#x do not sit at one load address in the core (AT_ENTRY %#x, AT_PHDR %#x)", f.Entry, *progVaddr(f, elf.PT_PHDR), c.d.auxv[atEntry], c.d.auxv[atPhdr]))
 	case f.Type == elf.ET_EXEC && biases[0] != 0:
-		return nil, mismatch(fmt.Sprintf("its entry point %#x is not the core's %#x", f.Entry, c.d.auxv[atEntry]))
+		return mismatch(fmt.Sprintf("its entry point %#x is not the core's %#x", f.Entry, c.d.auxv[atEntry]))
 	case biases[0]%4096 != 0:
-		return nil, mismatch(fmt.Sprintf("its load bias would be %#x, not page-aligned", biases[0]))
+		return mismatch(fmt.Sprintf("its load bias would be %#x, not page-aligned", biases[0]))
 	default:
 		bias = biases[0]
 	}
-	o := objfile.NewObject(f, path, bias, cfg.objOptions()...)
+	o := objfile.NewObject(f, path, bias, append(cfg.objOptions(), objfile.WithCloser(fd))...)
 	if err := c.checkBuildID(o); err != nil {
 		o.Close()
-		return nil, fmt.Errorf("core: executable %w", err)
+		return nil, fmt.Errorf("core: this core was not made from the executable %s: %w", path, err)
 	}
 	return o, nil
 }
@@ -562,6 +619,9 @@ func progVaddr(f *elf.File, t elf.ProgType) *uint64 {
 // copy of its notes (the first page of a mapped ELF file is dumped). A core
 // without that copy is not evidence against the file.
 func (c *Core) checkBuildID(o *objfile.Object) error {
+	if err := c.checkHeaders(o); err != nil {
+		return err
+	}
 	want := o.BuildID()
 	if want == nil {
 		return nil
@@ -579,8 +639,52 @@ func (c *Core) checkBuildID(o *objfile.Object) error {
 			order = binary.BigEndian
 		}
 		if got := objfile.ParseBuildID(buf, order); got != nil && !bytes.Equal(got, want) {
-			return fmt.Errorf("%s does not match the core: build-id %x in the file, %x in the core", o.Path(), want, got)
+			return fmt.Errorf("build-id %x in the file, %x in the core", want, got)
 		}
+	}
+	return nil
+}
+
+// checkHeaders compares the object's ELF header and program header table
+// with the core's copy of them, where the core has one (the first page of
+// a mapped ELF file is dumped): another file, even one without a build-id
+// or whose notes are elsewhere, differs there.
+func (c *Core) checkHeaders(o *objfile.Object) error {
+	f := o.File()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Off != 0 || p.Filesz == 0 {
+			continue
+		}
+		var n uint64 = 64 // the ELF64 header
+		if f.Class == elf.ELFCLASS32 {
+			n = 52
+		}
+		hdr := make([]byte, n)
+		if _, err := p.ReadAt(hdr, 0); err != nil {
+			return nil
+		}
+		// Extend to the program header table when it follows closely.
+		var phoff, phsize uint64
+		if f.Class == elf.ELFCLASS64 {
+			phoff, phsize = f.ByteOrder.Uint64(hdr[32:]), uint64(f.ByteOrder.Uint16(hdr[54:]))*uint64(f.ByteOrder.Uint16(hdr[56:]))
+		} else {
+			phoff, phsize = uint64(f.ByteOrder.Uint32(hdr[28:])), uint64(f.ByteOrder.Uint16(hdr[42:]))*uint64(f.ByteOrder.Uint16(hdr[44:]))
+		}
+		if phoff >= n && phoff+phsize <= min(p.Filesz, 4096) {
+			n = phoff + phsize
+		}
+		want := make([]byte, n)
+		got := make([]byte, n)
+		if _, err := p.ReadAt(want, 0); err != nil {
+			return nil
+		}
+		if err := c.mem.read(got, p.Vaddr+o.Bias(), layerCore+1); err != nil {
+			return nil // no copy in the core: no evidence either way
+		}
+		if !bytes.Equal(got, want) {
+			return errors.New("its ELF headers are not the core's copy of them")
+		}
+		return nil
 	}
 	return nil
 }
@@ -598,7 +702,7 @@ func (c *Core) Close() error {
 		if c.f != nil {
 			errs = append(errs, c.f.Close())
 		}
-		c.closeErr = errors.Join(errs...)
+		c.closeErr = errjoin.Join(errs...)
 	})
 	return c.closeErr
 }
@@ -626,8 +730,16 @@ func (c *Core) Warnings() []string {
 
 // LookupSymbol returns the run-time address of the symbol called name (see
 // target.Target).
+//
+// When the symbol is not found and libraries of the core could not be
+// loaded (see Warnings), the error matches target.ErrObjectMissing too and
+// names them: the symbol may be in one of those.
 func (c *Core) LookupSymbol(name string) (uint64, error) {
-	return c.set.Lookup(name)
+	a, err := c.set.Lookup(name)
+	if err != nil && len(c.notLoaded) > 0 && errors.Is(err, target.ErrNotFound) {
+		err = &target.LookupError{Kind: "symbol", Name: name, Err: fmt.Errorf("%w in the objects loaded, and %w: %s", target.ErrNotFound, target.ErrObjectMissing, strings.Join(c.notLoaded, "; "))}
+	}
+	return a, err
 }
 
 // LookupThreadLocal returns the address of the thread's instance of the
@@ -697,12 +809,34 @@ func (c *Core) Sizes() target.Sizes {
 
 // Threads lists the threads of the core in note order (the first is the
 // one that received the signal, or gdb's current thread).
+//
+// It fails if the core file changed since Open (it was cut short or
+// rewritten): what was read from it no longer describes the file.
 func (c *Core) Threads() ([]target.Thread, error) {
+	if err := c.changed(); err != nil {
+		return nil, err
+	}
 	out := make([]target.Thread, len(c.d.threads))
 	for i, t := range c.d.threads {
 		out[i] = target.Thread{ID: t.tid, Pointer: t.tp}
 	}
 	return out, nil
+}
+
+// changed returns an error if the core file is not the one Open read: a
+// size or modification time that differs.
+func (c *Core) changed() error {
+	if c.f == nil {
+		return nil
+	}
+	st, err := c.f.Stat()
+	if err != nil {
+		return fmt.Errorf("core: %s: %w", c.corePath, err)
+	}
+	if st.Size() != c.size || !st.ModTime().Equal(c.mtime) {
+		return fmt.Errorf("core: %s changed since it was opened (%d bytes, modified %s; was %d bytes, modified %s)", c.corePath, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), c.size, c.mtime.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // Registers returns the general registers of thread tid as the core's

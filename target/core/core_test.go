@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -348,7 +349,8 @@ func TestWrongExecutable(t *testing.T) {
 	f := getFixture(t)
 	_, err := Open(f.exeOther, f.core)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "does not match the core")
+	assert.Contains(t, err.Error(), "this core was not made from the executable")
+	assert.NotContains(t, err.Error(), "bytes apart")
 
 	_, err = Open(filepath.Join(f.dir, "missing"), f.core)
 	assert.Error(t, err)
@@ -390,11 +392,31 @@ func TestCorruptCores(t *testing.T) {
 	phoff := binary.LittleEndian.Uint64(data[32:])
 	noteOff, noteSize := noteSegment(t, data)
 	for _, n := range []uint64{1, 10, 63, 64, phoff + 10, phoff + 56*2 + 3, noteOff + 5, noteOff + noteSize/2,
-		noteOff + noteSize - 1, uint64(len(data)) / 2, segmentsEnd(data) - 1} {
+		noteOff + noteSize - 1} {
 		if n >= uint64(len(data)) {
 			continue
 		}
 		expectErr("trunc", data[:n], "")
+	}
+	// Cut in the memory segments (a full disk, a core size limit): what
+	// is there is read, the cut is reported, the rest is an error.
+	// (gdb writes the notes after the memory: a cut before their end
+	// loses them, and the core is refused above.)
+	for _, n := range []uint64{uint64(len(data)) / 2, segmentsEnd(data) - 1} {
+		if n < noteOff+noteSize {
+			expectErr("cut before the notes", data[:n], "PT_NOTE")
+			continue
+		}
+		c, err := Open(f.exe, write("cut", data[:n]))
+		if !assert.NoError(t, err, "cut at %d", n) {
+			continue
+		}
+		assert.True(t, slices.ContainsFunc(c.Warnings(), func(w string) bool { return strings.Contains(w, "cut short") }), "%q", c.Warnings())
+		lost := c.d.cuts[len(c.d.cuts)-1]
+		err = c.ReadMemory(make([]byte, 8), lost.end-8)
+		assert.ErrorIs(t, err, target.ErrNoMemory)
+		assert.Contains(t, err.Error(), "cut short")
+		c.Close()
 	}
 	// Bytes after the last segment (gdb's section headers) are not needed.
 	c, err := Open(f.exe, write("trailer", data[:segmentsEnd(data)]))
@@ -416,10 +438,10 @@ func TestCorruptCores(t *testing.T) {
 		bad[i] = byte(i*7 + 3)
 	}
 	expectErr("garbage", bad, "note")
-	// A program header pointing past the end of the file.
+	// A PT_NOTE pointing past the end of the file.
 	bad = bytes.Clone(data)
-	binary.LittleEndian.PutUint64(bad[phoff+56+8:], uint64(len(data)))
-	expectErr("badphdr", bad, "program header 1")
+	binary.LittleEndian.PutUint64(bad[noteHeader(t, data)+8:], uint64(len(data)))
+	expectErr("badphdr", bad, "extends past end of file")
 	// Too many program headers.
 	bad = bytes.Clone(data)
 	binary.LittleEndian.PutUint16(bad[56:], 0xfffe)
@@ -436,6 +458,21 @@ func segmentsEnd(data []byte) uint64 {
 		end = max(end, binary.LittleEndian.Uint64(b[8:])+binary.LittleEndian.Uint64(b[32:]))
 	}
 	return end
+}
+
+// noteHeader returns the file offset of the program header of the
+// core's first PT_NOTE.
+func noteHeader(t *testing.T, data []byte) uint64 {
+	t.Helper()
+	phoff := binary.LittleEndian.Uint64(data[32:])
+	phnum := binary.LittleEndian.Uint16(data[56:])
+	for i := uint64(0); i < uint64(phnum); i++ {
+		if elf.ProgType(binary.LittleEndian.Uint32(data[phoff+i*56:])) == elf.PT_NOTE {
+			return phoff + i*56
+		}
+	}
+	t.Fatal("no PT_NOTE")
+	return 0
 }
 
 // noteSegment returns the file offset and size of the core's first

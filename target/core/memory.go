@@ -7,9 +7,10 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"syscall"
 
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/regfile"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -17,7 +18,8 @@ import (
 // byte:
 //
 //  1. layerCore: the bytes the core holds, [p_vaddr, p_vaddr+p_filesz) of
-//     each PT_LOAD.
+//     each PT_LOAD. A failed read of the core file is an error, never
+//     served by the layers below.
 //  2. layerBSS: zeros where a loaded object's own program headers say its
 //     memory starts zeroed, [p_vaddr+p_filesz, p_vaddr+p_memsz) plus the
 //     object's bias (.bss). The core leaves such memory out only when it
@@ -145,6 +147,12 @@ func (m *memory) read(buf []byte, addr uint64, maxLayer int) error {
 				}
 			}
 			if err := r.src.readAt(buf[done:done+n], a-r.base); err != nil {
+				if li == layerCore {
+					// The core holds these bytes but cannot give them
+					// (an I/O error, a file cut short since Open): the
+					// layers below would make up what it held.
+					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
+				}
 				lastErr = err
 				continue
 			}
@@ -179,10 +187,18 @@ func (s coreSource) readAt(p []byte, off uint64) error {
 	if n == len(p) {
 		return nil
 	}
-	if err == nil {
+	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("reading core file: %w", err)
+	return fmt.Errorf("reading the core file at offset %#x: %w (was the file cut short after it was opened?)", s.off+off, err)
+}
+
+// cutSource is memory a PT_LOAD promises past the end of a core file cut
+// short: an error, never the layers below.
+type cutSource struct{ size int64 }
+
+func (s cutSource) readAt([]byte, uint64) error {
+	return fmt.Errorf("the core file is cut short (%d bytes) before this memory: %w", s.size, target.ErrNoMemory)
 }
 
 // zeroSource reads zeros.
@@ -213,22 +229,22 @@ func (mf *mappedFile) open() error {
 	mf.once.Do(func() {
 		var errs []error
 		for _, p := range mf.paths {
-			// O_NONBLOCK: opening a FIFO must not hang; it is refused below.
-			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			// Only a regular file: a FIFO must not hang the read.
+			f, err := regfile.Open(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			st, err := f.Stat()
-			if err != nil || !st.Mode().IsRegular() {
+			if err != nil {
 				f.Close()
-				errs = append(errs, fmt.Errorf("%s: not a regular file", p))
+				errs = append(errs, err)
 				continue
 			}
 			mf.f, mf.path, mf.size = f, p, uint64(st.Size())
 			return
 		}
-		mf.err = fmt.Errorf("mapped file %s: %w", mf.name, errors.Join(errs...))
+		mf.err = fmt.Errorf("mapped file %s: %w", mf.name, errjoin.Join(errs...))
 	})
 	mf.mu.Lock()
 	defer mf.mu.Unlock()

@@ -66,6 +66,15 @@ type coreData struct {
 	files    []fileEntry
 	pageSize uint64 // of NT_FILE
 	hasFile  bool   // an NT_FILE note was found
+	size     int64  // of the core file
+	cuts     []cut  // memory the core's PT_LOADs promise past the file's end
+}
+
+// cut is the part [start, end) of a PT_LOAD (program header prog) that
+// lies past the end of a core file cut short.
+type cut struct {
+	prog       int
+	start, end uint64
 }
 
 func (d *coreData) ptr() int {
@@ -89,7 +98,7 @@ func parseCore(r io.ReaderAt, size int64) (*coreData, error) {
 	if !bytes.Equal(ident[:4], []byte(elf.ELFMAG)) {
 		return nil, fmt.Errorf("core: not an ELF file")
 	}
-	d := &coreData{class: elf.Class(ident[elf.EI_CLASS])}
+	d := &coreData{class: elf.Class(ident[elf.EI_CLASS]), size: size}
 	switch elf.Data(ident[elf.EI_DATA]) {
 	case elf.ELFDATA2LSB:
 		d.order = binary.LittleEndian
@@ -172,9 +181,6 @@ func parseCore(r io.ReaderAt, size int64) (*coreData, error) {
 			p.filesz, p.memsz = uint64(o.Uint32(b[16:])), uint64(o.Uint32(b[20:]))
 			p.flags, p.align = elf.ProgFlag(o.Uint32(b[24:])), uint64(o.Uint32(b[28:]))
 		}
-		if p.filesz > 0 && (p.off > uint64(size) || p.filesz > uint64(size)-p.off) {
-			return nil, fmt.Errorf("core: program header %d (%v) extends past end of file (offset %#x + size %#x > %d bytes)", i, p.typ, p.off, p.filesz, size)
-		}
 		if p.typ == elf.PT_LOAD {
 			if p.filesz > p.memsz {
 				return nil, fmt.Errorf("core: program header %d: p_filesz %#x > p_memsz %#x", i, p.filesz, p.memsz)
@@ -182,6 +188,19 @@ func parseCore(r io.ReaderAt, size int64) (*coreData, error) {
 			if p.vaddr+p.memsz < p.vaddr {
 				return nil, fmt.Errorf("core: program header %d: address range %#x+%#x wraps around", i, p.vaddr, p.memsz)
 			}
+		}
+		if p.filesz > 0 && (p.off > uint64(size) || p.filesz > uint64(size)-p.off) {
+			if p.typ != elf.PT_LOAD {
+				return nil, fmt.Errorf("core: program header %d (%v) extends past end of file (offset %#x + size %#x > %d bytes)", i, p.typ, p.off, p.filesz, size)
+			}
+			// A core cut short (a full disk, a size limit): keep what
+			// is there; the rest of the segment reads as an error.
+			have := uint64(0)
+			if p.off < uint64(size) {
+				have = uint64(size) - p.off
+			}
+			d.cuts = append(d.cuts, cut{prog: i, start: p.vaddr + have, end: p.vaddr + p.filesz})
+			p.filesz = have
 		}
 	}
 	notes := 0

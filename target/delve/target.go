@@ -11,6 +11,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
@@ -126,7 +127,7 @@ func (t *Target) closeObjectsLocked() error {
 	}
 	t.set = nil
 	t.imagesOK = false
-	return errors.Join(errs...)
+	return errjoin.Join(errs...)
 }
 
 // aliveLocked reports an error if the process can no longer be read.
@@ -178,7 +179,7 @@ func (t *Target) readLocked(buf []byte, addr uint64) error {
 		return &target.ReadError{Addr: addr, Size: len(buf), Err: target.ErrNoMemory}
 	}
 	if err := t.aliveLocked(); err != nil {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: errors.Join(target.ErrNoMemory, err)}
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: errjoin.Join(target.ErrNoMemory, err)}
 	}
 	for done := 0; done < len(buf); {
 		a := addr + uint64(done)
@@ -239,7 +240,7 @@ func (t *Target) writeLocked(addr uint64, data []byte) error {
 		return nil
 	}
 	if err := t.aliveLocked(); err != nil {
-		return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: errors.Join(target.ErrNoMemory, err)}
+		return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: errjoin.Join(target.ErrNoMemory, err)}
 	}
 	n, err := t.dt.Memory().WriteMemory(addr, data)
 	if isESRCH(err) {

@@ -1,0 +1,190 @@
+package core
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/target"
+)
+
+// within runs f and fails the test if it has not returned after d: a hang
+// on a special file must be a failure, not a stuck test run.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+	}
+}
+
+func mkfifo(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, syscall.Mkfifo(p, 0o600))
+	return p
+}
+
+// TestSpecialFiles gives Open FIFOs and a directory where it expects
+// regular files: as the core, as the executable, and as a library that
+// the core's NT_FILE list names. Opening a FIFO for reading blocks until a
+// writer comes; Open must refuse it at once and say what it is.
+func TestSpecialFiles(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	fifo := mkfifo(t, dir, "fifo")
+
+	within(t, 10*time.Second, "Open with a FIFO as the core", func() {
+		_, err := Open(f.exe, fifo)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, regfile.ErrNotRegular)
+		assert.Contains(t, err.Error(), "a FIFO")
+	})
+	within(t, 10*time.Second, "Open with a FIFO as the executable", func() {
+		_, err := Open(fifo, f.core)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, regfile.ErrNotRegular)
+		assert.Contains(t, err.Error(), "executable")
+	})
+	_, err := Open(dir, f.core)
+	assert.ErrorIs(t, err, regfile.ErrNotRegular)
+	assert.Contains(t, err.Error(), "a directory")
+	_, err = Open(f.exe, dir)
+	assert.ErrorIs(t, err, regfile.ErrNotRegular)
+
+	// A library that NT_FILE names, found as a FIFO (by the file map, as
+	// a sysroot prepared by someone else could hold it): left out with
+	// a warning, and a lookup of its symbols says why.
+	for _, opt := range []Option{WithFileMap(map[string]string{f.lib: fifo}), WithSysroot(fifoSysroot(t, f.lib))} {
+		within(t, 10*time.Second, "Open with a FIFO as a library", func() {
+			c, err := Open(f.exe, f.core, opt)
+			require.NoError(t, err)
+			defer c.Close()
+			assert.Contains(t, strings.Join(c.Warnings(), "\n"), "a FIFO")
+			_, err = c.LookupSymbol("lib_local")
+			assert.ErrorIs(t, err, target.ErrNotFound)
+			assert.ErrorIs(t, err, target.ErrObjectMissing)
+			assert.Contains(t, err.Error(), "a FIFO")
+			// Memory mapped from it is not read from the FIFO either.
+			buf := make([]byte, 4096)
+			for _, e := range c.d.files {
+				if e.name == f.lib {
+					_ = c.ReadMemory(buf, e.start)
+				}
+			}
+		})
+	}
+}
+
+// fifoSysroot returns a sysroot in which the path name is a FIFO.
+func fifoSysroot(t *testing.T, name string) string {
+	root := t.TempDir()
+	p := filepath.Join(root, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, syscall.Mkfifo(p, 0o600))
+	return root
+}
+
+// TestSysrootConfined names files by ".." paths and through symbolic
+// links in a core's NT_FILE list: under WithSysroot, none of them is read
+// from outside the sysroot.
+func TestSysrootConfined(t *testing.T) {
+	outside := t.TempDir()
+	secret := bytes.Repeat([]byte("SECRET!!"), 1024)
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.bin"), secret, 0o644))
+	root := t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "abs")))                  // absolute target
+	require.NoError(t, os.Symlink("../../../../../../../..", filepath.Join(root, "up"))) // relative, upwards
+	dots := strings.Repeat("/..", 20) + outside + "/secret.bin"
+	names := []string{
+		dots,
+		"/abs/secret.bin",
+		"/up" + outside + "/secret.bin",
+		"/up/.." + outside + "/secret.bin",
+	}
+	for i, name := range names {
+		s := sampleSynth()
+		start := uint64(0x40000 + i*0x10000)
+		s.files = []synthFile{{start: start, end: start + 0x2000, name: name}}
+		data := s.bytes()
+		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{sysroot: root})
+		require.NoError(t, err, name)
+		buf := make([]byte, 16)
+		err = c.ReadMemory(buf, start)
+		assert.ErrorIs(t, err, target.ErrNoMemory, "%s read %q", name, buf)
+		for _, p := range (&config{sysroot: root}).paths(name) {
+			assert.True(t, strings.HasPrefix(p, root+"/"), "%s looked for as %s", name, p)
+		}
+		c.Close()
+	}
+	// The same names, with the file inside the sysroot where they lead
+	// when taken as paths of the sysroot: served from there.
+	inside := filepath.Join(root, outside)
+	require.NoError(t, os.MkdirAll(inside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(inside, "secret.bin"), bytes.Repeat([]byte("inside.."), 1024), 0o644))
+	for _, name := range []string{dots, "/up" + outside + "/secret.bin"} {
+		s := sampleSynth()
+		s.files = []synthFile{{start: 0x40000, end: 0x42000, name: name}}
+		data := s.bytes()
+		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{sysroot: root})
+		require.NoError(t, err)
+		buf := make([]byte, 8)
+		require.NoError(t, c.ReadMemory(buf, 0x40000), name)
+		assert.Equal(t, "inside..", string(buf), name)
+		c.Close()
+	}
+}
+
+// TestCoreShrinks cuts the core file short after Open, down to nothing:
+// reads of what is gone fail, and so does Threads, instead of answering
+// from zero-filled layers.
+func TestCoreShrinks(t *testing.T) {
+	f := getFixture(t)
+	data, err := os.ReadFile(f.core)
+	require.NoError(t, err)
+	for _, size := range []int64{int64(len(data)) / 2, 0} {
+		p := filepath.Join(t.TempDir(), "core")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		c, err := Open(f.exe, p)
+		require.NoError(t, err)
+		_, err = c.Threads()
+		require.NoError(t, err)
+		// A segment whose bytes the cut removes; its memory must not
+		// read as zeros afterwards.
+		var lost *prog
+		for i := range c.d.progs {
+			pg := &c.d.progs[i]
+			if pg.typ == elf.PT_LOAD && pg.filesz >= 8 && int64(pg.off) >= size {
+				lost = pg
+				break
+			}
+		}
+		require.NotNil(t, lost)
+		require.NoError(t, os.Truncate(p, size))
+		_, err = c.Threads()
+		assert.ErrorContains(t, err, "changed since it was opened", "size %d", size)
+		buf := make([]byte, 8)
+		err = c.ReadMemory(buf, lost.vaddr)
+		require.Error(t, err, "size %d: read %x", size, buf)
+		assert.Contains(t, err.Error(), "cut short")
+		var re *target.ReadError
+		assert.True(t, errors.As(err, &re))
+		c.Close()
+	}
+}

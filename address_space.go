@@ -295,14 +295,14 @@ func (as *AddressSpace) DLLLocations() ([]string, error) {
 
 // ControlVar is one display control variable (ompd_get_display_control_vars).
 type ControlVar struct {
-	Name  string // e.g. "OMP_SCHEDULE"
-	Value string // the value without quotes, e.g. "dynamic,7"
-	Raw   string // the line, e.g. "OMP_SCHEDULE='dynamic,7'"
+	Name  string `json:"name"`  // e.g. "OMP_SCHEDULE"
+	Value string `json:"value"` // the value without quotes, e.g. "dynamic,7"
+	Raw   string `json:"raw"`   // the line, e.g. "OMP_SCHEDULE='dynamic,7'"
 	// Corrected tells that the value was read from the runtime's state
 	// because the runtime's own record of it is wrong (see
 	// DisplayControlVars); RuntimeRaw is then the runtime's line.
-	Corrected  bool
-	RuntimeRaw string `json:",omitempty"`
+	Corrected  bool   `json:"corrected"`
+	RuntimeRaw string `json:"runtime_raw,omitempty"`
 }
 
 func (c ControlVar) String() string { return c.Raw }
@@ -369,8 +369,8 @@ func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 // Breakpoint is a function of the runtime a debugger can stop in to see
 // OpenMP events (ompd_bp_*).
 type Breakpoint struct {
-	Name string // symbol name, e.g. "ompd_bp_parallel_begin"
-	Addr uint64 // its address in the target
+	Name string `json:"name"` // symbol name, e.g. "ompd_bp_parallel_begin"
+	Addr uint64 `json:"addr"` // its address in the target
 }
 
 // Breakpoints lists the runtime's OMPD breakpoint functions. The runtime

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/summary"
@@ -101,7 +102,7 @@ func runCore(ctx context.Context, o *options, args []string, out io.Writer) erro
 			return err
 		}
 		o.progressf("reading core %d of %d: %s", rank+1, len(cores), path)
-		s, err := o.snapshotCore(ctx, exe, path)
+		s, sum, err := o.readCore(ctx, exe, path, rank)
 		if err != nil {
 			return fmt.Errorf("rank %d (%s): %w", rank, path, err)
 		}
@@ -115,7 +116,7 @@ func runCore(ctx context.Context, o *options, args []string, out io.Writer) erro
 		for _, e := range s.Errors {
 			errs = append(errs, rankError{Rank: rank, Error: e})
 		}
-		merged = summary.Merge(merged, summary.Of(rank, s, nil))
+		merged = summary.Merge(merged, sum)
 	}
 	if o.json {
 		return writeJSON(out, jobJSON{Summary: merged, Errors: errs})
@@ -141,28 +142,54 @@ type rankError struct {
 	Error string `json:"error"`
 }
 
-// snapshotCore reads the snapshot of one core file.
-func (o *options) snapshotCore(ctx context.Context, exe, path string) (*ompd.Snapshot, error) {
+// readCore reads the snapshot of one core file, and its summary as rank.
+func (o *options) readCore(ctx context.Context, exe, path string, rank int) (*ompd.Snapshot, *summary.Summary, error) {
 	c, err := core.Open(exe, path, o.coreOptions(ctx)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.Close()
-	return snapshot(ctx, c)
+	return read(ctx, c, rank)
 }
 
-func snapshot(ctx context.Context, t target.Target) (*ompd.Snapshot, error) {
+// read takes the snapshot of the program t shows and its summary as
+// rank.
+func read(ctx context.Context, t target.Target, rank int) (*ompd.Snapshot, *summary.Summary, error) {
 	as, err := ompd.Open(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer as.Close()
-	return as.Snapshot(ctx)
+	s, err := as.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, summary.Of(rank, s, summary.Options{Source: sourceOf(t)}), nil
+}
+
+// sourceOf returns where the code at a PC is ("file.c:42"), if t can tell.
+func sourceOf(t target.Target) func(pc uint64) string {
+	cl, ok := t.(target.CodeLocator)
+	if !ok {
+		return nil
+	}
+	seen := map[uint64]string{}
+	return func(pc uint64) string {
+		if src, ok := seen[pc]; ok {
+			return src
+		}
+		src := ""
+		if loc, err := cl.LocateCode(pc); err == nil && loc.File != "" {
+			src = fmt.Sprintf("%s:%d", filepath.Base(loc.File), loc.Line)
+		}
+		seen[pc] = src
+		return src
+	}
 }
 
 // inspect prints the state of the program t shows.
 func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) error {
-	s, err := snapshot(ctx, t)
+	s, sum, err := read(ctx, t, 0)
 	if err != nil {
 		return err
 	}
@@ -172,11 +199,11 @@ func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) e
 		for _, e := range s.Errors {
 			errs = append(errs, rankError{Error: e})
 		}
-		return writeJSON(out, jobJSON{Summary: summary.Of(0, s, nil), Errors: errs})
+		return writeJSON(out, jobJSON{Summary: sum, Errors: errs})
 	case o.json:
 		return writeJSON(out, s)
 	}
-	return printText(out, s, o.view())
+	return printText(out, s, sum, o.view())
 }
 
 func writeJSON(out io.Writer, v any) error {

@@ -27,9 +27,9 @@ const maxErrors = 10
 
 // printText writes a snapshot the way a person debugging wants to read it:
 // a summary of what the threads do, then what v asks for.
-func printText(w io.Writer, s *ompd.Snapshot, v view) error {
+func printText(w io.Writer, s *ompd.Snapshot, sum *summary.Summary, v view) error {
 	printHeader(w, s)
-	printSummary(w, summary.Of(0, s, nil), false)
+	printSummary(w, sum, false)
 	if err := printDetails(w, s, v); err != nil {
 		return err
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,10 +26,23 @@ func TestCoreSummary(t *testing.T) {
 	code, out, errOut := execTool(context.Background(), "core", stop.Exe, stop.Core)
 	require.Equal(t, 0, code, errOut)
 	t.Log(out)
-	nest := " in main.omp_outlined_debug__.omp_outlined, level 2, team of 2; in main.omp_outlined, level 1, team of 3\n"
+	nest := ` in main.omp_outlined_debug__.omp_outlined \(nested.c:(\d+)\), level 2, team of 2; in main.omp_outlined \(nested.c:(\d+)\), level 1, team of 3\n`
 	assert.Contains(t, out, "6 threads in 3 groups:\n")
 	for _, st := range []string{"work_parallel", "wait_barrier_explicit", "wait_lock"} {
-		assert.Contains(t, out, "  2 threads "+st+nest)
+		assert.Regexp(t, "  2 threads "+st+nest, out)
+	}
+	// The sources named are the two parallel constructs of nested.c.
+	dir, err := fixtures.TestdataDir()
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(dir, "nested.c"))
+	require.NoError(t, err)
+	lines := strings.Split(string(src), "\n")
+	m := regexp.MustCompile(nest).FindStringSubmatch(out)
+	require.Len(t, m, 3)
+	for _, n := range m[1:] {
+		l, _ := strconv.Atoi(n)
+		require.True(t, l >= 1 && l <= len(lines), "line %d", l)
+		assert.Contains(t, lines[l-1], "#pragma omp parallel", "nested.c:%d", l)
 	}
 	for _, absent := range []string{"Display control variables", "Breakpoints:", "Thread gtid", "ICVs"} {
 		assert.NotContains(t, out, absent)
@@ -63,10 +79,11 @@ func TestCoreRanks(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	t.Log(out)
 	assert.Contains(t, out, "24 threads of 5 ranks (0-4) in 4 groups:\n")
-	assert.Contains(t, out, "  12 threads wait_barrier_explicit in main.omp_outlined, level 1, team of 4\n      ranks 0-1,3-4 (e.g. rank 0 gtid 9)\n")
-	assert.Contains(t, out, "  7 threads wait_barrier_explicit in main.omp_outlined, level 1, team of 8\n      ranks 2 (e.g. rank 2 gtid 9)\n")
-	assert.Contains(t, out, "  4 threads work_parallel in main.omp_outlined, level 1, team of 4\n      ranks 0-1,3-4 (e.g. rank 0 gtid 0)\n")
-	assert.Contains(t, out, "  1 thread work_parallel in main.omp_outlined, level 1, team of 8\n      ranks 2 (e.g. rank 2 gtid 0)\n")
+	fn := `main.omp_outlined \(many.c:\d+\)`
+	assert.Regexp(t, "  12 threads wait_barrier_explicit in "+fn+`, level 1, team of 4\n      ranks 0-1,3-4 \(e.g. rank 0 gtid 9\)\n`, out)
+	assert.Regexp(t, "  7 threads wait_barrier_explicit in "+fn+`, level 1, team of 8\n      ranks 2 \(e.g. rank 2 gtid 9\)\n`, out)
+	assert.Regexp(t, "  4 threads work_parallel in "+fn+`, level 1, team of 4\n      ranks 0-1,3-4 \(e.g. rank 0 gtid 0\)\n`, out)
+	assert.Regexp(t, "  1 thread work_parallel in "+fn+`, level 1, team of 8\n      ranks 2 \(e.g. rank 2 gtid 0\)\n`, out)
 	assert.Contains(t, errOut, "reading core 5 of 5")
 
 	code, out, errOut = execTool(context.Background(), append([]string{"-json"}, args...)...)

@@ -79,6 +79,10 @@ type Region struct {
 	Level      int    `json:"level"`
 	NumThreads int    `json:"num_threads"`
 	Function   string `json:"function,omitempty"`
+	// Source is where the region's outlined function is, "file:line",
+	// when the debug information tells. It is not part of the key: a
+	// merge keeps the smallest one known.
+	Source string `json:"source,omitempty"`
 }
 
 // id is the key in a form fit for a map and for ordering.
@@ -93,28 +97,37 @@ func (k Key) id() string {
 	return b.String()
 }
 
-// KeyOf returns the key of a thread of a snapshot, with stack the
-// innermost function names of its call stack if one was taken (nil
-// otherwise).
-func KeyOf(t ompd.ThreadSnapshot, stack []string) Key {
-	k := Key{State: t.State, Stack: stack}
+// Options say what Of adds to the snapshot's facts.
+type Options struct {
+	// Stack, if set, gives the call-stack part of a thread's key (see
+	// Key.Stack).
+	Stack func(ompd.ThreadSnapshot) []string
+	// Source, if set, gives the "file:line" of a region's outlined
+	// function from its address ("" when unknown).
+	Source func(pc uint64) string
+}
+
+// KeyOf returns the key of a thread of a snapshot.
+func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
+	k := Key{State: t.State}
+	if opts.Stack != nil {
+		k.Stack = opts.Stack(t)
+	}
 	for _, p := range t.Parallel {
-		k.Regions = append(k.Regions, Region{Level: p.Level, NumThreads: p.NumThreads, Function: p.Function})
+		r := Region{Level: p.Level, NumThreads: p.NumThreads, Function: p.Function}
+		if opts.Source != nil && p.FunctionPC != 0 {
+			r.Source = opts.Source(p.FunctionPC)
+		}
+		k.Regions = append(k.Regions, r)
 	}
 	return k
 }
 
 // Of groups the threads of one process's snapshot, which is rank rank.
-// stacks, if not nil, gives the call stack part of each thread's key (see
-// Key.Stack).
-func Of(rank int, s *ompd.Snapshot, stacks func(ompd.ThreadSnapshot) []string) *Summary {
+func Of(rank int, s *ompd.Snapshot, opts Options) *Summary {
 	groups := map[string]*Group{}
 	for _, t := range s.Threads {
-		var st []string
-		if stacks != nil {
-			st = stacks(t)
-		}
-		k := KeyOf(t, st)
+		k := KeyOf(t, opts)
 		ref := ThreadRef{Rank: rank, GTID: t.GTID, LWP: t.LWP}
 		id := k.id()
 		g := groups[id]
@@ -149,6 +162,7 @@ func Merge(ss ...*Summary) *Summary {
 			m := groups[id]
 			if m == nil {
 				c := g
+				c.Regions = append([]Region(nil), g.Regions...)
 				c.Ranks = append(Ranges(nil), g.Ranks...)
 				c.GTIDs = append(Ranges(nil), g.GTIDs...)
 				groups[id] = &c
@@ -164,6 +178,11 @@ func Merge(ss ...*Summary) *Summary {
 			}
 			if g.Example.less(m.Example) {
 				m.Example = g.Example
+			}
+			for i, r := range g.Regions {
+				if src := m.Regions[i].Source; r.Source != "" && (src == "" || r.Source < src) {
+					m.Regions[i].Source = r.Source
+				}
 			}
 		}
 	}
@@ -214,6 +233,9 @@ func (k Key) Describe() string {
 		fn := r.Function
 		if fn == "" {
 			fn = "?"
+		}
+		if r.Source != "" {
+			fn += " (" + r.Source + ")"
 		}
 		fmt.Fprintf(&b, " in %s, level %d, team of %d", fn, r.Level, r.NumThreads)
 	}

@@ -96,7 +96,7 @@ func TestOfMatchesTruth(t *testing.T) {
 		t.Run(fmt.Sprint(c.name, c.args), func(t *testing.T) {
 			stop := fixtures.Core(t, c.name, c.args...)
 			s := snapshotOf(t, stop)
-			sum := summary.Of(3, s, nil)
+			sum := summary.Of(3, s, summary.Options{})
 			want := truthGroups(stop.Truth)
 			for _, v := range want {
 				sort.Ints(v)
@@ -134,7 +134,7 @@ func TestMergeAssociative(t *testing.T) {
 	const ranks = 40
 	var leaves []*summary.Summary
 	for r := 0; r < ranks; r++ {
-		leaves = append(leaves, summary.Of(r, snaps[rnd.Intn(len(snaps))], nil))
+		leaves = append(leaves, summary.Of(r, snaps[rnd.Intn(len(snaps))], summary.Options{}))
 	}
 	flat := summary.Merge(leaves...)
 	assert.Equal(t, "0-39", flat.Ranks.String())

@@ -185,8 +185,10 @@ func TestFakeThreadByLWPThroughTLS(t *testing.T) {
 		_, err = as.ThreadByOSThread(ompd.LWPID, fakeruntime.LWPOf(3))
 		assert.ErrorIs(t, err, ompd.ErrUnavailable)
 
-		// A thread whose __kmp_gtid storage is not allocated.
+		// A thread whose __kmp_gtid storage is not allocated. A new OS
+		// thread means the program ran: refresh.
 		s.T.AddThread(target.Thread{ID: 4998})
+		as.Refresh()
 		_, err = as.ThreadByOSThread(ompd.LWPID, 4998)
 		assert.ErrorIs(t, err, ompd.ErrUnavailable)
 		assert.ErrorIs(t, err, target.ErrNoMemory)
@@ -1265,8 +1267,10 @@ func TestFakeTeamParentCycle(t *testing.T) {
 			s, as := fakeOpenNested(t, cfg)
 			s.Outer.SetParentAddr(s.Outer.Addr)
 			as.Refresh()
-			_, err := fakeThreads(t, as)[0].CurrentParallel()
-			assert.ErrorIs(t, err, ompd.ErrCorrupt)
+			p, err := fakeThreads(t, as)[0].CurrentParallel()
+			require.NoError(t, err, "the team itself is readable")
+			_, err = fakeWalkParallel(p, fakeMaxSteps)
+			assert.ErrorIs(t, err, ompd.ErrCorrupt, "the walk out of it is cut")
 		})
 		// Outer (level 1) and Inner (level 2) each other's parent: a walk
 		// from Inner must not go back down to level 2.
@@ -1441,7 +1445,9 @@ func TestFakeAbsurdCounts(t *testing.T) {
 			// Plausible but beyond the arrays: read the entry just past
 			// Outer's 4-entry t_threads (tiny regions) or at the start of
 			// the guard page after it.
+			// The team size is bounded by the thread table: make room.
 			s, as := fakeOpenNested(t, cfg)
+			s.RT.SetThreadsCapacity(2048)
 			s.Outer.SetNProc(2000)
 			as.Refresh()
 			p, err := fakeThreads(t, as)[0].CurrentParallel()
@@ -1549,20 +1555,14 @@ func TestFakeNullAndUnmappedPointers(t *testing.T) {
 				// The enclosing team.
 				s.Inner.SetParentAddr(ptr)
 				as.Refresh()
-				if ptr == 0 {
-					lvl, err := p1.Level()
-					require.NoError(t, err)
-					assert.Equal(t, 2, lvl)
-					q, err := p1.Enclosing()
-					require.NoError(t, err, "a team without a parent stands for its levels from 0 up")
-					lvl, err = q.Level()
-					require.NoError(t, err)
-					assert.Equal(t, 1, lvl)
-					assert.Equal(t, p1.Team(), q.Team())
-				} else {
-					_, err = p1.Level()
-					check(t, err, "t_parent")
-				}
+				// The team itself is fine; the walk out of it is cut: an
+				// inner team (level 2) must have a parent, and one that
+				// cannot be read ends the walk there.
+				lvl, err := p1.Level()
+				require.NoError(t, err)
+				assert.Equal(t, 2, lvl)
+				_, err = p1.Enclosing()
+				check(t, err, "t_parent")
 
 				// Thread-level pointers: NULL means idle, not corrupt.
 				s.Threads[3].SetCurrentTaskAddr(ptr)
@@ -1591,11 +1591,16 @@ func TestFakeNullAndUnmappedPointers(t *testing.T) {
 				s.RT.SetThreadsEntry(4, ptr)
 				as.Refresh()
 				ths, err := as.Threads()
+				require.NoError(t, err)
 				if ptr == 0 {
-					require.NoError(t, err)
 					assert.Len(t, ths, 4)
 				} else {
+					// One bad entry costs that thread only.
+					require.Len(t, ths, 5)
+					_, err = ths[4].Num()
 					check(t, err, "__kmp_threads entry")
+					_, err = ths[3].Num()
+					require.NoError(t, err)
 				}
 				s.RT.SetGlobal("__kmp_threads", int64(ptr))
 				as.Refresh()

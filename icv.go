@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // ScopeKind is the kind of handle an ICV is read from (ompd_scope_t).
@@ -11,12 +13,12 @@ type ScopeKind int
 
 // ICV scopes (ompd_scope_t).
 const (
-	ScopeGlobal       ScopeKind = 1
-	ScopeAddressSpace ScopeKind = 2
-	ScopeThread       ScopeKind = 3
-	ScopeParallel     ScopeKind = 4
-	ScopeImplicitTask ScopeKind = 5
-	ScopeTask         ScopeKind = 6
+	ScopeGlobal       = ScopeKind(omprt.ScopeGlobal)
+	ScopeAddressSpace = ScopeKind(omprt.ScopeAddressSpace)
+	ScopeThread       = ScopeKind(omprt.ScopeThread)
+	ScopeParallel     = ScopeKind(omprt.ScopeParallel)
+	ScopeImplicitTask = ScopeKind(omprt.ScopeImplicitTask)
+	ScopeTask         = ScopeKind(omprt.ScopeTask)
 )
 
 func (s ScopeKind) String() string {
@@ -44,74 +46,38 @@ type ICV int
 
 // The ICVs, in libompd's enumeration order.
 const (
-	ICVDynVar ICV = iota + 1
-	ICVRunSchedVar
-	ICVStacksizeVar
-	ICVCancelVar
-	ICVMaxTaskPriorityVar
-	ICVDebugVar
-	ICVNthreadsVar
-	ICVDisplayAffinityVar
-	ICVAffinityFormatVar
-	ICVDefaultDeviceVar
-	ICVToolVar
-	ICVToolLibrariesVar
-	ICVToolVerboseInitVar
-	ICVLevelsVar
-	ICVActiveLevelsVar
-	ICVThreadLimitVar
-	ICVMaxActiveLevelsVar
-	ICVBindVar
-	ICVNumProcsVar
-	ICVOMPDNumProcsVar
-	ICVThreadNumVar
-	ICVOMPDThreadNumVar
-	ICVFinalTaskVar
-	ICVOMPDFinalVar
-	ICVOMPDFinalTaskVar
-	ICVImplicitTaskVar
-	ICVOMPDImplicitVar
-	ICVOMPDImplicitTaskVar
-	ICVTeamSizeVar
-	ICVOMPDTeamSizeVar
-	icvEnd
+	ICVDynVar              = ICV(omprt.ICVDynVar)
+	ICVRunSchedVar         = ICV(omprt.ICVRunSchedVar)
+	ICVStacksizeVar        = ICV(omprt.ICVStacksizeVar)
+	ICVCancelVar           = ICV(omprt.ICVCancelVar)
+	ICVMaxTaskPriorityVar  = ICV(omprt.ICVMaxTaskPriorityVar)
+	ICVDebugVar            = ICV(omprt.ICVDebugVar)
+	ICVNthreadsVar         = ICV(omprt.ICVNthreadsVar)
+	ICVDisplayAffinityVar  = ICV(omprt.ICVDisplayAffinityVar)
+	ICVAffinityFormatVar   = ICV(omprt.ICVAffinityFormatVar)
+	ICVDefaultDeviceVar    = ICV(omprt.ICVDefaultDeviceVar)
+	ICVToolVar             = ICV(omprt.ICVToolVar)
+	ICVToolLibrariesVar    = ICV(omprt.ICVToolLibrariesVar)
+	ICVToolVerboseInitVar  = ICV(omprt.ICVToolVerboseInitVar)
+	ICVLevelsVar           = ICV(omprt.ICVLevelsVar)
+	ICVActiveLevelsVar     = ICV(omprt.ICVActiveLevelsVar)
+	ICVThreadLimitVar      = ICV(omprt.ICVThreadLimitVar)
+	ICVMaxActiveLevelsVar  = ICV(omprt.ICVMaxActiveLevelsVar)
+	ICVBindVar             = ICV(omprt.ICVBindVar)
+	ICVNumProcsVar         = ICV(omprt.ICVNumProcsVar)
+	ICVOMPDNumProcsVar     = ICV(omprt.ICVOMPDNumProcsVar)
+	ICVThreadNumVar        = ICV(omprt.ICVThreadNumVar)
+	ICVOMPDThreadNumVar    = ICV(omprt.ICVOMPDThreadNumVar)
+	ICVFinalTaskVar        = ICV(omprt.ICVFinalTaskVar)
+	ICVOMPDFinalVar        = ICV(omprt.ICVOMPDFinalVar)
+	ICVOMPDFinalTaskVar    = ICV(omprt.ICVOMPDFinalTaskVar)
+	ICVImplicitTaskVar     = ICV(omprt.ICVImplicitTaskVar)
+	ICVOMPDImplicitVar     = ICV(omprt.ICVOMPDImplicitVar)
+	ICVOMPDImplicitTaskVar = ICV(omprt.ICVOMPDImplicitTaskVar)
+	ICVTeamSizeVar         = ICV(omprt.ICVTeamSizeVar)
+	ICVOMPDTeamSizeVar     = ICV(omprt.ICVOMPDTeamSizeVar)
+	icvEnd                 = ICV(omprt.ICVEnd)
 )
-
-var icvTable = [...]struct {
-	name  string
-	scope ScopeKind
-}{
-	ICVDynVar:              {"dyn-var", ScopeThread},
-	ICVRunSchedVar:         {"run-sched-var", ScopeTask},
-	ICVStacksizeVar:        {"stacksize-var", ScopeAddressSpace},
-	ICVCancelVar:           {"cancel-var", ScopeAddressSpace},
-	ICVMaxTaskPriorityVar:  {"max-task-priority-var", ScopeAddressSpace},
-	ICVDebugVar:            {"debug-var", ScopeAddressSpace},
-	ICVNthreadsVar:         {"nthreads-var", ScopeThread},
-	ICVDisplayAffinityVar:  {"display-affinity-var", ScopeAddressSpace},
-	ICVAffinityFormatVar:   {"affinity-format-var", ScopeAddressSpace},
-	ICVDefaultDeviceVar:    {"default-device-var", ScopeThread},
-	ICVToolVar:             {"tool-var", ScopeAddressSpace},
-	ICVToolLibrariesVar:    {"tool-libraries-var", ScopeAddressSpace},
-	ICVToolVerboseInitVar:  {"tool-verbose-init-var", ScopeAddressSpace},
-	ICVLevelsVar:           {"levels-var", ScopeParallel},
-	ICVActiveLevelsVar:     {"active-levels-var", ScopeParallel},
-	ICVThreadLimitVar:      {"thread-limit-var", ScopeTask},
-	ICVMaxActiveLevelsVar:  {"max-active-levels-var", ScopeTask},
-	ICVBindVar:             {"bind-var", ScopeTask},
-	ICVNumProcsVar:         {"num-procs-var", ScopeAddressSpace},
-	ICVOMPDNumProcsVar:     {"ompd-num-procs-var", ScopeAddressSpace},
-	ICVThreadNumVar:        {"thread-num-var", ScopeThread},
-	ICVOMPDThreadNumVar:    {"ompd-thread-num-var", ScopeThread},
-	ICVFinalTaskVar:        {"final-task-var", ScopeTask},
-	ICVOMPDFinalVar:        {"ompd-final-var", ScopeTask},
-	ICVOMPDFinalTaskVar:    {"ompd-final-task-var", ScopeTask},
-	ICVImplicitTaskVar:     {"implicit-task-var", ScopeTask},
-	ICVOMPDImplicitVar:     {"ompd-implicit-var", ScopeTask},
-	ICVOMPDImplicitTaskVar: {"ompd-implicit-task-var", ScopeTask},
-	ICVTeamSizeVar:         {"team-size-var", ScopeParallel},
-	ICVOMPDTeamSizeVar:     {"ompd-team-size-var", ScopeParallel},
-}
 
 // icvAliases maps other spellings of ICV names onto the ids: the OpenMP 5.2
 // names of the OMPD-specific ICVs, and names without the "-var" suffix.
@@ -130,7 +96,7 @@ func (i ICV) Name() string {
 	if i <= 0 || i >= icvEnd {
 		return ""
 	}
-	return icvTable[i].name
+	return omprt.ICVTable[i].Name
 }
 
 // Scope returns the kind of handle the ICV is read from.
@@ -138,7 +104,7 @@ func (i ICV) Scope() ScopeKind {
 	if i <= 0 || i >= icvEnd {
 		return 0
 	}
-	return icvTable[i].scope
+	return ScopeKind(omprt.ICVTable[i].Scope)
 }
 
 func (i ICV) String() string {
@@ -160,7 +126,7 @@ func ICVs() []ICV {
 // ICVByName returns the ICV with the given name (or alias).
 func ICVByName(name string) (ICV, bool) {
 	for i := ICV(1); i < icvEnd; i++ {
-		if icvTable[i].name == name {
+		if omprt.ICVTable[i].Name == name {
 			return i, true
 		}
 	}
@@ -173,10 +139,16 @@ func ICVByName(name string) (ICV, bool) {
 	return 0, false
 }
 
-// ICVs enumerates the ICVs this address space can read. Every ICV is
-// available for LLVM's runtime; the method exists for OMPD's per-address-space
-// enumeration.
-func (as *AddressSpace) ICVs() []ICV { return ICVs() }
+// ICVs enumerates the ICVs this address space's runtime has (OMPD's
+// per-address-space enumeration): every ICV for LLVM's runtime.
+func (as *AddressSpace) ICVs() []ICV {
+	ids := as.rt.ICVs()
+	out := make([]ICV, len(ids))
+	for i, id := range ids {
+		out[i] = ICV(id)
+	}
+	return out
+}
 
 // Scope is a handle ICVs are read from: *AddressSpace, Thread, Parallel or
 // Task (ompd_get_icv_from_scope / ompd_get_icv_string_from_scope).
@@ -220,184 +192,79 @@ func checkScope(id ICV, s ScopeKind) error {
 	return nil
 }
 
-func boolInt(b bool) int64 {
-	if b {
-		return 1
+// icv reads id at scope sc, after checking that id belongs there.
+func (as *AddressSpace) icv(sc omprt.ScopeRef, id ICV) (omprt.Value, error) {
+	if err := checkScope(id, ScopeKind(sc.Kind)); err != nil {
+		return omprt.Value{}, err
 	}
-	return 0
+	if as == nil {
+		return omprt.Value{}, errorf(ErrBadInput, "zero %v handle", ScopeKind(sc.Kind))
+	}
+	if err := as.check(); err != nil {
+		return omprt.Value{}, err
+	}
+	return as.rt.ICV(sc, omprt.ICV(id))
 }
+
+// icvInt is the integer value of an ICV; text-only ICVs give ErrUnsupported.
+func icvInt(v omprt.Value, err error, id ICV) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	if v.IsString {
+		return 0, errorf(ErrUnsupported, "ICV %s is a string: use ICVString", id)
+	}
+	return v.Int, nil
+}
+
+// icvText is the value of an ICV as text.
+func icvText(v omprt.Value, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	if v.HasText {
+		return v.Text, nil
+	}
+	return strconv.FormatInt(v.Int, 10), nil
+}
+
+func (as *AddressSpace) scope() omprt.ScopeRef { return omprt.ScopeRef{Kind: omprt.ScopeAddressSpace} }
+func (t Thread) scope() omprt.ScopeRef {
+	return omprt.ScopeRef{Kind: omprt.ScopeThread, Thread: t.ref}
+}
+func (p Parallel) scope() omprt.ScopeRef {
+	return omprt.ScopeRef{Kind: omprt.ScopeParallel, Ref: p.ref}
+}
+func (t Task) scope() omprt.ScopeRef { return omprt.ScopeRef{Kind: omprt.ScopeTask, Ref: t.ref} }
 
 // ICV returns an address-space ICV.
 func (as *AddressSpace) ICV(id ICV) (int64, error) {
-	if err := checkScope(id, ScopeAddressSpace); err != nil {
-		return 0, err
-	}
-	ptr := uint64(as.mem.ptrSize)
-	switch id {
-	case ICVStacksizeVar:
-		return as.global("__kmp_stksize", ptr, false)
-	case ICVCancelVar:
-		return as.global("__kmp_omp_cancellation", 4, true)
-	case ICVMaxTaskPriorityVar:
-		return as.global("__kmp_max_task_priority", 4, true)
-	case ICVDebugVar:
-		on, err := as.stateTracking()
-		return boolInt(on), err
-	case ICVDisplayAffinityVar:
-		return as.global("__kmp_display_affinity", 4, true)
-	case ICVToolVar:
-		return as.global("__kmp_tool", 4, true)
-	case ICVNumProcsVar, ICVOMPDNumProcsVar:
-		return as.global("__kmp_avail_proc", 4, true)
-	}
-	return 0, errorf(ErrUnsupported, "ICV %s is a string: use ICVString", id)
+	v, err := as.icv(as.scope(), id)
+	return icvInt(v, err, id)
 }
 
 // ICVString returns an address-space ICV as text.
-func (as *AddressSpace) ICVString(id ICV) (string, error) {
-	if err := checkScope(id, ScopeAddressSpace); err != nil {
-		return "", err
-	}
-	switch id {
-	case ICVAffinityFormatVar:
-		return as.globalString("__kmp_affinity_format")
-	case ICVToolLibrariesVar:
-		return as.globalString("__kmp_tool_libraries")
-	case ICVToolVerboseInitVar:
-		return as.globalString("__kmp_tool_verbose_init")
-	}
-	v, err := as.ICV(id)
-	return strconv.FormatInt(v, 10), err
-}
+func (as *AddressSpace) ICVString(id ICV) (string, error) { return icvText(as.icv(as.scope(), id)) }
 
-// currentTaskView reads the thread's current task.
-func (t Thread) currentTaskView() (view, error) {
-	v, err := t.info()
-	if err != nil {
-		return view{}, err
-	}
-	td := v.f(t.as.l.thCurrentTask)
-	if td == 0 {
-		return view{}, errorf(ErrUnavailable, "%v has no current task", t)
-	}
-	return t.as.taskView(td)
-}
-
-// ICV returns a thread ICV.
+// ICV returns a thread ICV; nthreads-var gives its first element.
 func (t Thread) ICV(id ICV) (int64, error) {
-	if err := checkScope(id, ScopeThread); err != nil {
-		return 0, err
-	}
-	switch id {
-	case ICVThreadNumVar, ICVOMPDThreadNumVar:
-		n, err := t.Num()
-		return int64(n), err
-	}
-	tv, err := t.currentTaskView()
-	if err != nil {
-		return 0, err
-	}
-	l := t.as.l
-	switch id {
-	case ICVDynVar:
-		return boolInt(tv.f(l.icvDynamic) != 0), nil
-	case ICVNthreadsVar:
-		return tv.fi(l.icvNproc), nil
-	case ICVDefaultDeviceVar:
-		return tv.fi(l.icvDefaultDevice), nil
-	}
-	return 0, errorf(ErrUnsupported, "ICV %s", id)
+	v, err := t.as.icv(t.scope(), id)
+	return icvInt(v, err, id)
 }
 
 // ICVString returns a thread ICV as text; nthreads-var gives the whole
 // list the thread's nested regions will use, e.g. "3,2,1".
-func (t Thread) ICVString(id ICV) (string, error) {
-	if err := checkScope(id, ScopeThread); err != nil {
-		return "", err
-	}
-	if id == ICVNthreadsVar {
-		list, err := t.NthreadsList()
-		if err != nil {
-			return "", err
-		}
-		return joinInts(list), nil
-	}
-	v, err := t.ICV(id)
-	return strconv.FormatInt(v, 10), err
-}
-
-func joinInts(list []int64) string {
-	parts := make([]string, len(list))
-	for i, v := range list {
-		parts[i] = strconv.FormatInt(v, 10)
-	}
-	return strings.Join(parts, ",")
-}
-
-// nestedList reads the list an ICV continues with at levels below level:
-// the runtime's __kmp_nested_nth or __kmp_nested_proc_bind (an array of
-// int and a used count), elements level+1 .. used-1.
-func (as *AddressSpace) nestedList(global string, arrF, usedF field, level int64) ([]int64, error) {
-	addr, err := as.sym(global)
-	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "runtime variable %s", global)
-	}
-	v, err := as.readView(addr, maxU(arrF.end(), usedF.end()), global)
-	if err != nil {
-		return nil, err
-	}
-	used := v.fi(usedF)
-	if used < 0 || used > maxChain {
-		return nil, errorf(ErrCorrupt, "%s.used %d out of range", global, used)
-	}
-	if level+1 >= used {
-		return nil, nil
-	}
-	arr := v.f(arrF)
-	n := used - (level + 1)
-	isz := as.l.intSize
-	av, err := as.readView(arr+uint64(level+1)*isz, uint64(n)*isz, global+" list")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = av.int(uint64(i)*isz, isz)
-	}
-	return out, nil
-}
-
-// taskLevel returns the t_level of the team of the task in view tv.
-func (as *AddressSpace) taskTeamLevel(tv view) (int64, error) {
-	team := tv.f(as.l.tdTeam)
-	if team == 0 {
-		return 0, errorf(ErrCorrupt, "task has no team")
-	}
-	ti, err := as.team(team)
-	if err != nil {
-		return 0, err
-	}
-	return int64(ti.level), nil
-}
+func (t Thread) ICVString(id ICV) (string, error) { return icvText(t.as.icv(t.scope(), id)) }
 
 // NthreadsList returns the thread's nthreads-var: the number of threads for
 // the next parallel region it starts, then for each region nested below it.
 // The first element is what omp_get_max_threads returns in the thread.
 func (t Thread) NthreadsList() ([]int64, error) {
-	tv, err := t.currentTaskView()
+	v, err := t.as.icv(t.scope(), ICVNthreadsVar)
 	if err != nil {
 		return nil, err
 	}
-	l := t.as.l
-	level, err := t.as.taskTeamLevel(tv)
-	if err != nil {
-		return nil, err
-	}
-	rest, err := t.as.nestedList("__kmp_nested_nth", l.nestedNth, l.nestedNthUsed, level)
-	if err != nil {
-		return nil, err
-	}
-	return append([]int64{tv.fi(l.icvNproc)}, rest...), nil
+	return append([]int64(nil), v.List...), nil
 }
 
 // MaxThreads returns the thread's omp_get_max_threads (ompd_get_max_threads):
@@ -415,85 +282,25 @@ func (t Thread) Dynamic() (bool, error) {
 
 // ICV returns a parallel-region ICV.
 func (p Parallel) ICV(id ICV) (int64, error) {
-	if err := checkScope(id, ScopeParallel); err != nil {
-		return 0, err
-	}
-	var n int
-	var err error
-	switch id {
-	case ICVLevelsVar:
-		n, err = p.Level()
-	case ICVActiveLevelsVar:
-		n, err = p.ActiveLevel()
-	default: // team size
-		n, err = p.NumThreads()
-	}
-	return int64(n), err
+	v, err := p.as.icv(p.scope(), id)
+	return icvInt(v, err, id)
 }
 
 // ICVString returns a parallel-region ICV as text.
-func (p Parallel) ICVString(id ICV) (string, error) {
-	v, err := p.ICV(id)
-	return strconv.FormatInt(v, 10), err
-}
+func (p Parallel) ICVString(id ICV) (string, error) { return icvText(p.as.icv(p.scope(), id)) }
 
 // ICV returns a task ICV. run-sched-var gives the schedule kind as
 // omp_get_schedule reports it (an omp_sched_t value, with the monotonic
 // bit); bind-var gives its first element.
 func (t Task) ICV(id ICV) (int64, error) {
-	if err := checkScope(id, ScopeTask); err != nil {
-		return 0, err
-	}
-	ti, err := t.resolve()
-	if err != nil {
-		return 0, err
-	}
-	l := t.as.l
-	switch id {
-	case ICVRunSchedVar:
-		s := decodeSchedule(ti.v.fi(l.icvSchedType), ti.v.fi(l.icvSchedChunk))
-		k := int64(s.Kind)
-		if s.Monotonic {
-			k |= int64(monotonicBit)
-		}
-		return k, nil
-	case ICVThreadLimitVar:
-		return ti.v.fi(l.icvThreadLimit), nil
-	case ICVMaxActiveLevelsVar:
-		return ti.v.fi(l.icvMaxActive), nil
-	case ICVBindVar:
-		return ti.v.fi(l.icvProcBind), nil
-	case ICVFinalTaskVar, ICVOMPDFinalVar, ICVOMPDFinalTaskVar:
-		return boolInt(t.as.flag(ti.v, l.flagFinal)), nil
-	default: // implicit-task-var and its aliases
-		return boolInt(ti.implicit), nil
-	}
+	v, err := t.as.icv(t.scope(), id)
+	return icvInt(v, err, id)
 }
 
 // ICVString returns a task ICV as text. run-sched-var reads as LLVM's
 // libompd writes it, "[monotonic:|nonmonotonic:]kind,chunk"; bind-var gives
 // the whole list as numbers (omp_proc_bind_t values), e.g. "4,3".
-func (t Task) ICVString(id ICV) (string, error) {
-	if err := checkScope(id, ScopeTask); err != nil {
-		return "", err
-	}
-	switch id {
-	case ICVRunSchedVar:
-		s, err := t.Schedule()
-		if err != nil {
-			return "", err
-		}
-		return s.libompdString(), nil
-	case ICVBindVar:
-		list, err := t.procBindList()
-		if err != nil {
-			return "", err
-		}
-		return joinInts(list), nil
-	}
-	v, err := t.ICV(id)
-	return strconv.FormatInt(v, 10), err
-}
+func (t Task) ICVString(id ICV) (string, error) { return icvText(t.as.icv(t.scope(), id)) }
 
 // ThreadLimit returns the task's thread-limit-var (ompd_get_thread_limit).
 func (t Task) ThreadLimit() (int, error) {
@@ -518,8 +325,10 @@ func (t Task) Nested() (bool, error) {
 // NumProcs returns the number of processors available to the program
 // (ompd_get_num_procs; omp_get_num_procs).
 func (as *AddressSpace) NumProcs() (int, error) {
-	v, err := as.ICV(ICVNumProcsVar)
-	return int(v), err
+	if err := as.check(); err != nil {
+		return 0, err
+	}
+	return as.rt.NumProcs()
 }
 
 // ScheduleKind is a loop schedule kind (omp_sched_t, without the
@@ -575,66 +384,18 @@ func (s Schedule) String() string {
 	return fmt.Sprintf("%s%v,%d", p, s.Kind, s.Chunk)
 }
 
-func (s Schedule) libompdString() string {
-	if s.Kind == 0 {
-		return ""
-	}
-	return s.String()
-}
-
-// Runtime sched_type values (kmp.h).
-const (
-	kmpSchStaticChunked           = 33
-	kmpSchStatic                  = 34
-	kmpSchDynamicChunked          = 35
-	kmpSchGuidedChunked           = 36
-	kmpSchAuto                    = 38
-	kmpSchTrapezoidal             = 39
-	kmpSchStaticGreedy            = 40
-	kmpSchStaticBalanced          = 41
-	kmpSchGuidedIterativeChunked  = 42
-	kmpSchGuidedAnalyticalChunked = 43
-	kmpSchStaticSteal             = 44
-	kmpSchModifierMonotonic       = 1 << 29
-	kmpSchModifierNonmonotonic    = 1 << 30
-)
-
-// decodeSchedule maps the runtime's sched_type and chunk to what
-// omp_get_schedule reports (kmp_runtime.cpp, __kmp_get_schedule).
-func decodeSchedule(raw, chunk int64) Schedule {
-	s := Schedule{Raw: int(raw), Chunk: int(chunk),
-		Monotonic:    raw&kmpSchModifierMonotonic != 0,
-		Nonmonotonic: raw&kmpSchModifierNonmonotonic != 0}
-	switch raw &^ (kmpSchModifierMonotonic | kmpSchModifierNonmonotonic) {
-	case kmpSchStatic, kmpSchStaticGreedy, kmpSchStaticBalanced:
-		s.Kind, s.Chunk = ScheduleStatic, 0
-	case kmpSchStaticChunked:
-		s.Kind = ScheduleStatic
-	case kmpSchDynamicChunked:
-		s.Kind = ScheduleDynamic
-	case kmpSchGuidedChunked, kmpSchGuidedIterativeChunked, kmpSchGuidedAnalyticalChunked:
-		s.Kind = ScheduleGuided
-	case kmpSchAuto:
-		s.Kind = ScheduleAuto
-	case kmpSchTrapezoidal:
-		s.Kind = ScheduleTrapezoidal
-	case kmpSchStaticSteal:
-		s.Kind = ScheduleStaticSteal
-	default:
-		s.Kind, s.Chunk = 0, 0
-	}
-	return s
-}
-
 // Schedule returns the task's run-sched-var (ompd_get_schedule;
 // omp_get_schedule in the task).
 func (t Task) Schedule() (Schedule, error) {
-	ti, err := t.resolve()
+	d, err := t.data()
 	if err != nil {
 		return Schedule{}, err
 	}
-	l := t.as.l
-	return decodeSchedule(ti.v.fi(l.icvSchedType), ti.v.fi(l.icvSchedChunk)), nil
+	if d.ScheduleErr != nil {
+		return Schedule{}, d.ScheduleErr
+	}
+	s := d.Schedule
+	return Schedule{Kind: ScheduleKind(s.Kind), Chunk: s.Chunk, Monotonic: s.Monotonic, Nonmonotonic: s.Nonmonotonic, Raw: s.Raw}, nil
 }
 
 // ProcBind is a thread affinity policy (omp_proc_bind_t).
@@ -671,33 +432,16 @@ func (b ProcBind) String() string {
 	return fmt.Sprintf("ProcBind(%d)", int(b))
 }
 
-func (t Task) procBindList() ([]int64, error) {
-	ti, err := t.resolve()
-	if err != nil {
-		return nil, err
-	}
-	l := t.as.l
-	level, err := t.as.taskTeamLevel(ti.v)
-	if err != nil {
-		return nil, err
-	}
-	rest, err := t.as.nestedList("__kmp_nested_proc_bind", l.nestedBind, l.nestedBindUsed, level)
-	if err != nil {
-		return nil, err
-	}
-	return append([]int64{ti.v.fi(l.icvProcBind)}, rest...), nil
-}
-
 // ProcBind returns the task's bind-var (ompd_get_proc_bind): the policy for
 // the next parallel region, then for each nested below it. The first
 // element is what omp_get_proc_bind returns in the task.
 func (t Task) ProcBind() ([]ProcBind, error) {
-	list, err := t.procBindList()
+	v, err := t.as.icv(t.scope(), ICVBindVar)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ProcBind, len(list))
-	for i, v := range list {
+	out := make([]ProcBind, len(v.List))
+	for i, v := range v.List {
 		out[i] = ProcBind(v)
 	}
 	return out, nil

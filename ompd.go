@@ -41,6 +41,7 @@ package ompd
 import (
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/kmp"
 	"github.com/ompd-go/ompd/internal/omprt"
 )
 
@@ -96,6 +97,12 @@ var (
 	// allocating without bound.
 	ErrCorrupt = omprt.ErrCorrupt
 )
+
+// runtimes lists the runtime packages Open asks, in order. Adding a
+// runtime is adding its opener here.
+func runtimes() []omprt.Opener {
+	return []omprt.Opener{kmp.Open}
+}
 
 // errorf returns an error matching kind, with a context message formatted
 // only when the error is read.

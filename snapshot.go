@@ -3,7 +3,8 @@ package ompd
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // Snapshot is everything the runtime knows at one stop, in plain values
@@ -70,129 +71,196 @@ type ICVValue struct {
 // maxWalk bounds the region and task chains a snapshot follows per thread.
 const maxWalk = 1 << 12
 
+// snap gathers one snapshot: its error list and the ICV ids of each scope.
+type snap struct {
+	as       *AddressSpace
+	s        *Snapshot
+	tracking bool
+	byScope  map[ScopeKind][]ICV
+}
+
+// note records err, unless it only says that something does not exist.
+// The message is built only for errors recorded.
+func (sn *snap) note(id, what string, err error) {
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		if id != "" {
+			what = id + " " + what
+		}
+		sn.s.Errors = append(sn.s.Errors, what+": "+err.Error())
+	}
+}
+
+// cut records that a chain was cut: memory that breaks an invariant of the
+// walk (a cycle, levels that do not fall) or a chain past the walk's bound.
+func (sn *snap) cut(id, what string, format string, args ...any) {
+	sn.note(id, what, errorf(ErrCorrupt, format, args...))
+}
+
 // Snapshot walks the whole runtime: every thread with its state, region nest,
 // task chain and ICVs, plus the address-space ICVs, display control
 // variables and breakpoints. It stops early if ctx is done.
+//
+// Every chain is walked with a visited set and a bound; where memory makes
+// a chain loop, or its levels stop falling, or the bound is reached, the
+// chain is cut there and Errors says so.
 func (as *AddressSpace) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err := as.check(); err != nil {
 		return nil, err
 	}
-	s := &Snapshot{LayoutSource: as.l.source.String()}
-	note := func(what string, err error) {
-		if err != nil && !errors.Is(err, ErrUnavailable) {
-			s.Errors = append(s.Errors, fmt.Sprintf("%s: %v", what, err))
-		}
+	s := &Snapshot{LayoutSource: as.LayoutSource().String()}
+	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}}
+	for _, id := range as.ICVs() {
+		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
 	}
 	var err error
 	s.OpenMPVersion, err = as.OpenMPVersion()
-	note("openmp version", err)
-	s.StateTracking, err = as.stateTracking()
-	note("state tracking", err)
-	for _, id := range ICVs() {
-		if id.Scope() == ScopeAddressSpace {
-			s.ICVs = appendICV(s.ICVs, as, id, note)
-		}
-	}
+	sn.note("", "openmp version", err)
+	s.StateTracking, err = as.rt.StateTracking()
+	sn.note("", "state tracking", err)
+	sn.tracking = s.StateTracking
+	s.ICVs = sn.appendICVs(s.ICVs, as, "")
 	s.DisplayVars, err = as.DisplayControlVars()
-	note("display control variables", err)
+	sn.note("", "display control variables", err)
 	if bps, err := as.Breakpoints(); err == nil {
 		s.Breakpoints = bps.All()
 	} else {
-		note("breakpoints", err)
+		sn.note("", "breakpoints", err)
 	}
 	threads, err := as.Threads()
 	if err != nil {
 		return nil, err
 	}
-	// One OS thread list for the whole snapshot.
-	lwps := map[uint64]uint64{}
-	if ths, err := as.t.Threads(); err == nil {
-		for _, th := range ths {
-			if th.Pointer != 0 {
-				lwps[th.Pointer] = th.ID
-			}
-		}
-	}
+	s.Threads = make([]ThreadSnapshot, 0, len(threads))
 	for _, th := range threads {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s.Threads = append(s.Threads, as.snapshotThread(th, lwps, s.StateTracking, note))
+		s.Threads = append(s.Threads, sn.thread(th))
 	}
 	return s, nil
 }
 
-func appendICV(out []ICVValue, sc Scope, id ICV, note func(string, error)) []ICVValue {
-	v, err := sc.ICVString(id)
-	if err != nil {
-		note(fmt.Sprintf("ICV %s", id), err)
-		return out
+func (sn *snap) appendICVs(out []ICVValue, sc Scope, id string) []ICVValue {
+	kind := sc.ScopeKind()
+	scope := kind.String()
+	for _, icv := range sn.byScope[kind] {
+		v, err := sc.ICVString(icv)
+		if err != nil {
+			sn.note(id, "ICV "+icv.Name(), err)
+			continue
+		}
+		out = append(out, ICVValue{Name: icv.Name(), Scope: scope, Value: v})
 	}
-	return append(out, ICVValue{Name: id.Name(), Scope: id.Scope().String(), Value: v})
+	return out
 }
 
-func (as *AddressSpace) snapshotThread(th Thread, lwps map[uint64]uint64, tracking bool, note func(string, error)) ThreadSnapshot {
+func (sn *snap) thread(th Thread) ThreadSnapshot {
 	ts := ThreadSnapshot{ID: th.String(), GTID: th.GTID()}
-	var err error
-	ts.Pthread, err = th.OSThread(PthreadID)
-	note(ts.ID+" pthread", err)
-	ts.LWP = lwps[ts.Pthread]
-	ts.Num, err = th.Num()
-	note(ts.ID+" thread num", err)
-	if tracking {
-		st, w, err := th.State()
-		note(ts.ID+" state", err)
-		if err == nil {
+	d, err := th.data()
+	if err != nil {
+		sn.note(ts.ID, "thread", err)
+		return ts
+	}
+	ts.Pthread, ts.LWP = d.Pthread, d.LWP
+	ts.Num = d.Num
+	sn.note(ts.ID, "thread num", d.NumErr)
+	if sn.tracking {
+		sn.note(ts.ID, "state", d.StateErr)
+		if d.StateErr == nil {
+			st := State(d.State)
 			ts.State = st.String()
 			if st.IsWait() {
-				ts.WaitID = uint64(w)
+				ts.WaitID = d.WaitID
 			}
 		}
 	}
-	for _, id := range ICVs() {
-		if id.Scope() == ScopeThread {
-			ts.ICVs = appendICV(ts.ICVs, th, id, note)
-		}
+	ts.ICVs = sn.appendICVs(ts.ICVs, th, ts.ID)
+	if d.RegionErr != nil {
+		sn.note(ts.ID, "parallel chain", d.RegionErr)
+	} else {
+		ts.Parallel = sn.regions(ts.ID, d.Region)
 	}
-	p, err := th.CurrentParallel()
-	for i := 0; err == nil && i < maxWalk; i++ {
-		ps := ParallelSnapshot{ID: p.String()}
-		ps.Level, _ = p.Level()
-		ps.ActiveLevel, _ = p.ActiveLevel()
-		ps.NumThreads, _ = p.NumThreads()
-		if f, ferr := p.Function(); ferr == nil {
+	if d.TaskErr != nil {
+		sn.note(ts.ID, "task chain", d.TaskErr)
+		return ts
+	}
+	ts.ICVs = sn.appendICVs(ts.ICVs, Task{as: sn.as, ref: d.Task}, ts.ID)
+	ts.Tasks = sn.tasks(ts.ID, d.Task)
+	return ts
+}
+
+// regions walks a thread's region nest from r outwards. Levels must fall
+// at every step and stay >= 0, active levels must not exceed levels.
+func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
+	const what = "parallel chain"
+	var out []ParallelSnapshot
+	for {
+		if len(out) == maxWalk {
+			sn.cut(id, what, "more than %d regions", maxWalk)
+			return out
+		}
+		d, err := sn.as.rt.Region(r)
+		if err != nil {
+			sn.note(id, what, err)
+			return out
+		}
+		if r.Level < 0 || d.ActiveLevel < 0 || d.ActiveLevel > int(r.Level) {
+			sn.cut(id, what, "%v: level %d, active level %d", omprt.RegionName(r), r.Level, d.ActiveLevel)
+			return out
+		}
+		ps := ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
+		if d.FunctionErr == nil {
+			f := sn.as.function(d.Function)
 			ps.Function, ps.FunctionPC = f.Symbol, f.Addr
 		}
-		ts.Parallel = append(ts.Parallel, ps)
-		p, err = p.Enclosing()
-	}
-	note(ts.ID+" parallel chain", err)
-	t, err := th.CurrentTask()
-	if err == nil {
-		for _, id := range ICVs() {
-			if id.Scope() == ScopeTask {
-				ts.ICVs = appendICV(ts.ICVs, t, id, note)
-			}
+		out = append(out, ps)
+		if d.EnclosingErr != nil {
+			sn.note(id, what, d.EnclosingErr)
+			return out
 		}
-	}
-	for i := 0; err == nil && i < maxWalk; i++ {
-		tk := TaskSnapshot{ID: t.String()}
-		if k, kerr := t.Kind(); kerr == nil {
-			tk.Kind = k.String()
+		if next := d.Enclosing; next.Level >= r.Level {
+			sn.cut(id, what, "%v encloses %v: levels do not fall", omprt.RegionName(next), omprt.RegionName(r))
+			return out
 		}
-		tk.InFinal, _ = t.InFinal()
-		if f, ferr := t.Function(); ferr == nil {
+		r = d.Enclosing
+	}
+}
+
+// tasks walks a thread's task chain from t through its generating
+// ancestors, with a visited set.
+func (sn *snap) tasks(id string, t omprt.Ref) []TaskSnapshot {
+	const what = "task chain"
+	var out []TaskSnapshot
+	seen := make(map[omprt.Ref]struct{})
+	for {
+		if len(out) == maxWalk {
+			sn.cut(id, what, "more than %d tasks", maxWalk)
+			return out
+		}
+		if _, loop := seen[t]; loop {
+			sn.cut(id, what, "%v is its own generating ancestor", omprt.TaskName(t))
+			return out
+		}
+		seen[t] = struct{}{}
+		d, err := sn.as.rt.Task(t)
+		if err != nil {
+			sn.note(id, what, err)
+			return out
+		}
+		tk := TaskSnapshot{ID: omprt.TaskName(t).String(), Kind: TaskKind(d.Kind).String(), InFinal: d.InFinal}
+		if d.FunctionErr == nil {
+			f := sn.as.function(d.Function)
 			tk.Function, tk.FunctionPC = f.Symbol, f.Addr
 		}
-		if tracking {
-			if fr, ferr := t.Frame(); ferr == nil {
-				tk.ExitFrame, tk.EnterFrame = fr.Exit.Addr, fr.Enter.Addr
-				tk.ExitFlags, tk.EnterFlags = fr.Exit.Flags.String(), fr.Enter.Flags.String()
-			}
+		if sn.tracking && d.FramesErr == nil {
+			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
+			tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags).String(), FrameFlags(d.Enter.Flags).String()
 		}
-		ts.Tasks = append(ts.Tasks, tk)
-		t, err = t.Generating()
+		out = append(out, tk)
+		if d.GeneratingErr != nil {
+			sn.note(id, what, d.GeneratingErr)
+			return out
+		}
+		t = d.Generating
 	}
-	note(ts.ID+" task chain", err)
-	return ts
 }

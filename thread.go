@@ -1,10 +1,9 @@
 package ompd
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // Thread is an OpenMP thread (ompd_thread_handle_t): one entry of the
@@ -14,17 +13,16 @@ import (
 // Threads are comparable with == and usable as map keys; two handles are
 // equal when they name the same runtime thread of the same AddressSpace.
 type Thread struct {
-	as   *AddressSpace
-	addr uint64 // kmp_info_t
-	gtid int32
+	as  *AddressSpace
+	ref omprt.ThreadRef
 }
 
 // GTID returns the runtime's global thread id (the index in its thread
 // table; 0 is the initial thread).
-func (t Thread) GTID() int { return int(t.gtid) }
+func (t Thread) GTID() int { return int(t.ref.ID) }
 
 // Addr returns the address of the runtime's kmp_info_t for the thread.
-func (t Thread) Addr() uint64 { return t.addr }
+func (t Thread) Addr() uint64 { return t.ref.Addr }
 
 // AddressSpace returns the address space the handle belongs to.
 func (t Thread) AddressSpace() *AddressSpace { return t.as }
@@ -40,102 +38,44 @@ func (t Thread) String() string {
 	if t.as == nil {
 		return "thread/none"
 	}
-	return fmt.Sprintf("thread/%d@%#x", t.gtid, t.addr)
+	return omprt.ThreadName(t.ref).String()
 }
 
-// threadIndex is the runtime's thread table as read at one stop.
-type threadIndex struct {
-	threads   []Thread
-	byAddr    map[uint64]int32 // kmp_info_t -> gtid
-	byPthread map[uint64]int32 // ds_thread -> gtid
-}
-
-// threadTable reads the runtime's thread table: the address of the
-// __kmp_threads array and its capacity, as the runtime has them now.
-func (as *AddressSpace) threadTable() (arr uint64, capacity int64, err error) {
-	capacity, err = as.global("__kmp_threads_capacity", 4, true)
-	if err != nil {
-		return 0, 0, err
+// data returns the thread's record at this stop.
+func (t Thread) data() (*omprt.ThreadData, error) {
+	if t.as == nil {
+		return nil, errorf(ErrBadInput, "zero Thread handle")
 	}
-	tab, err := as.sym("__kmp_threads")
-	if err != nil {
-		return 0, 0, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
-	}
-	arr, err = as.readPtr(tab, "__kmp_threads")
-	return arr, capacity, err
-}
-
-// index reads (once per stop) the runtime's thread table __kmp_threads.
-func (as *AddressSpace) index() (*threadIndex, error) {
-	if err := as.check(); err != nil {
+	if err := t.as.check(); err != nil {
 		return nil, err
 	}
-	as.idxMu.Lock()
-	defer as.idxMu.Unlock()
-	if as.idx != nil {
-		return as.idx, nil
-	}
-	arr, capacity, err := as.threadTable()
+	d, err := t.as.rt.Thread(t.ref)
 	if err != nil {
 		return nil, err
 	}
-	if capacity < 0 || capacity > maxThreadsCapacity {
-		return nil, errorf(ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
+	if d.Err != nil {
+		return nil, d.Err
 	}
-	idx := &threadIndex{byAddr: make(map[uint64]int32), byPthread: make(map[uint64]int32)}
-	if capacity == 0 || arr == 0 {
-		as.idx = idx
-		return idx, nil
-	}
-	ptr := uint64(as.mem.ptrSize)
-	v, err := as.readView(arr, uint64(capacity)*ptr, "__kmp_threads array")
-	if err != nil {
-		return nil, err
-	}
-	for i := uint64(0); i < uint64(capacity); i++ {
-		addr := v.uint(i*ptr, ptr)
-		if addr == 0 {
-			continue
-		}
-		if _, dup := idx.byAddr[addr]; dup {
-			return nil, errorf(ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
-		}
-		th := Thread{as: as, addr: addr, gtid: int32(i)}
-		info, err := as.readView(addr, as.l.thExtent, "kmp_info_t of a thread")
-		if err != nil {
-			return nil, err
-		}
-		idx.threads = append(idx.threads, th)
-		idx.byAddr[addr] = int32(i)
-		if pt := info.f(as.l.thThread); pt != 0 {
-			idx.byPthread[pt] = int32(i)
-		}
-	}
-	as.idx = idx
-	return idx, nil
-}
-
-// threadAt returns the handle of the thread whose kmp_info_t is at addr.
-func (as *AddressSpace) threadAt(addr uint64, what string) (Thread, error) {
-	idx, err := as.index()
-	if err != nil {
-		return Thread{}, err
-	}
-	g, ok := idx.byAddr[addr]
-	if !ok {
-		return Thread{}, errorf(ErrCorrupt, "%s: thread %#x is not in __kmp_threads", what, addr)
-	}
-	return Thread{as: as, addr: addr, gtid: g}, nil
+	return d, nil
 }
 
 // Threads returns every OpenMP thread of the runtime, in gtid order
-// (ompd_get_threads). Threads idle in the runtime's pool are included.
+// (ompd_get_threads). Threads idle in the runtime's pool are included. A
+// thread whose runtime structure cannot be read is listed too; its
+// methods return the error.
 func (as *AddressSpace) Threads() ([]Thread, error) {
-	idx, err := as.index()
+	if err := as.check(); err != nil {
+		return nil, err
+	}
+	refs, err := as.rt.Threads()
 	if err != nil {
 		return nil, err
 	}
-	return append([]Thread(nil), idx.threads...), nil
+	out := make([]Thread, len(refs))
+	for i, r := range refs {
+		out[i] = Thread{as: as, ref: r}
+	}
+	return out, nil
 }
 
 // ThreadID kinds (ompd_thread_id_t) for ThreadByOSThread and OSThread.
@@ -143,30 +83,21 @@ type ThreadIDKind int
 
 const (
 	// PthreadID is a POSIX thread id (pthread_t), OMPD_THREAD_ID_PTHREAD.
-	PthreadID ThreadIDKind = 0
+	PthreadID ThreadIDKind = omprt.IDPthread
 	// LWPID is a kernel thread id (what gettid returns),
 	// OMPD_THREAD_ID_LWP.
-	LWPID ThreadIDKind = 1
+	LWPID ThreadIDKind = omprt.IDLWP
 	// WinThreadID is a Windows thread handle, OMPD_THREAD_ID_WINTHREAD;
 	// this package does not support it.
 	WinThreadID ThreadIDKind = 2
 )
 
-func (k ThreadIDKind) String() string {
-	switch k {
-	case PthreadID:
-		return "pthread"
-	case LWPID:
-		return "lwp"
-	case WinThreadID:
-		return "winthread"
-	}
-	return fmt.Sprintf("ThreadIDKind(%d)", int(k))
-}
+func (k ThreadIDKind) String() string { return omprt.IDKindName(k).String() }
 
 // ThreadByOSThread returns the OpenMP thread running on the given OS thread
 // (ompd_get_thread_handle). A thread that is not an OpenMP thread gives an
-// error matching ErrUnavailable.
+// error matching ErrUnavailable. After the first call at a stop, every
+// lookup is a map lookup.
 //
 // The rule: an OS thread is an OpenMP thread as soon as the runtime has
 // registered it in its thread table (__kmp_threads) with its pthread id.
@@ -177,133 +108,38 @@ func (k ThreadIDKind) String() string {
 // thread "no OpenMP thread" while this package already answers it, in
 // agreement with Threads.
 func (as *AddressSpace) ThreadByOSThread(kind ThreadIDKind, id uint64) (Thread, error) {
-	idx, err := as.index()
-	if err != nil {
-		return Thread{}, err
-	}
-	pthread := id
-	switch kind {
-	case PthreadID:
-	case LWPID:
-		ths, err := as.t.Threads()
-		if err != nil {
-			return Thread{}, wrapErr(ErrReadFailed, err, "listing target threads")
-		}
-		found := false
-		for _, th := range ths {
-			if th.ID == id {
-				pthread, found = th.Pointer, true
-				break
-			}
-		}
-		if !found {
-			return Thread{}, errorf(ErrBadInput, "no OS thread with LWP id %d in target", id)
-		}
-		if pthread == 0 {
-			return as.threadByTLS(id)
-		}
-	default:
-		return Thread{}, errorf(ErrUnsupported, "thread id kind %v", kind)
-	}
-	g, ok := idx.byPthread[pthread]
-	if !ok {
-		return Thread{}, errorf(ErrUnavailable, "%v thread %#x is not an OpenMP thread", kind, id)
-	}
-	return idx.threads[indexOf(idx, g)], nil
-}
-
-// threadByTLS finds the OpenMP thread of an OS thread whose thread pointer
-// the target does not know, through the thread's __kmp_gtid.
-func (as *AddressSpace) threadByTLS(lwp uint64) (Thread, error) {
-	addr, err := as.t.LookupThreadLocal(lwp, "__kmp_gtid")
-	if err != nil {
-		if errors.Is(err, target.ErrNoMemory) {
-			return Thread{}, wrapErr(ErrUnavailable, err, "thread %d has no __kmp_gtid", lwp)
-		}
-		return Thread{}, wrapErr(ErrReadFailed, err, "thread %d: __kmp_gtid", lwp)
-	}
-	g, err := as.readUint(addr, 4, "__kmp_gtid")
-	if err != nil {
-		return Thread{}, err
-	}
-	gtid := int32(g)
-	if gtid < 0 {
-		return Thread{}, errorf(ErrUnavailable, "thread %d is not an OpenMP thread (__kmp_gtid %d)", lwp, gtid)
-	}
-	idx, err := as.index()
-	if err != nil {
-		return Thread{}, err
-	}
-	for _, th := range idx.threads {
-		if th.gtid == gtid {
-			return th, nil
-		}
-	}
-	return Thread{}, errorf(ErrUnavailable, "thread %d: __kmp_gtid %d not in __kmp_threads", lwp, gtid)
-}
-
-func indexOf(idx *threadIndex, gtid int32) int {
-	for i, th := range idx.threads {
-		if th.gtid == gtid {
-			return i
-		}
-	}
-	return -1
-}
-
-// info reads the thread's kmp_info_t, after checking that the runtime's
-// thread table still holds it.
-func (t Thread) info() (view, error) {
-	if t.as == nil {
-		return view{}, errorf(ErrBadInput, "zero Thread handle")
-	}
-	as := t.as
 	if err := as.check(); err != nil {
-		return view{}, err
+		return Thread{}, err
 	}
-	arr, capacity, err := as.threadTable()
+	r, err := as.rt.ThreadByOS(int(kind), id)
 	if err != nil {
-		return view{}, err
+		return Thread{}, err
 	}
-	if arr == 0 || int64(t.gtid) >= capacity {
-		return view{}, errorf(ErrStaleHandle, "%v: no longer in __kmp_threads", t)
-	}
-	cur, err := as.readPtr(arr+uint64(t.gtid)*uint64(as.mem.ptrSize), "__kmp_threads entry")
-	if err != nil {
-		return view{}, err
-	}
-	if cur != t.addr {
-		return view{}, errorf(ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", t, t.gtid, cur)
-	}
-	return as.readView(t.addr, as.l.thExtent, "kmp_info_t")
+	return Thread{as: as, ref: r}, nil
 }
 
 // State returns the thread's state and, for wait states, the id of what it
 // waits for (ompd_get_state). It needs the runtime's state tracking
 // (ErrNeedsStateTracking without OMP_DEBUG=enabled).
 func (t Thread) State() (State, WaitID, error) {
-	v, err := t.info()
+	d, err := t.data()
 	if err != nil {
 		return 0, 0, err
 	}
-	on, err := t.as.stateTracking()
-	if err != nil {
-		return 0, 0, err
+	if d.StateErr != nil {
+		return 0, 0, d.StateErr
 	}
-	if !on {
-		return 0, 0, errorf(ErrNeedsStateTracking, "%v: state", t)
-	}
-	return State(v.fi(t.as.l.thState)), WaitID(v.f(t.as.l.thWaitID)), nil
+	return State(d.State), WaitID(d.WaitID), nil
 }
 
 // Num returns the thread's number in the team of its innermost parallel
 // region (ompd_get_thread_num; omp_get_thread_num in the thread).
 func (t Thread) Num() (int, error) {
-	v, err := t.info()
+	d, err := t.data()
 	if err != nil {
 		return 0, err
 	}
-	return int(v.fi(t.as.l.thTid)), nil
+	return d.Num, d.NumErr
 }
 
 // InParallel reports whether the thread is inside an active parallel region
@@ -321,25 +157,15 @@ func (t Thread) InParallel() (bool, error) {
 // (ompd_get_thread_id): the pthread_t, or the kernel's LWP id (found by
 // matching the pthread id with the target's threads).
 func (t Thread) OSThread(kind ThreadIDKind) (uint64, error) {
-	v, err := t.info()
+	d, err := t.data()
 	if err != nil {
 		return 0, err
 	}
-	pt := v.f(t.as.l.thThread)
 	switch kind {
 	case PthreadID:
-		return pt, nil
+		return d.Pthread, nil
 	case LWPID:
-		ths, err := t.as.t.Threads()
-		if err != nil {
-			return 0, wrapErr(ErrReadFailed, err, "listing target threads")
-		}
-		for _, th := range ths {
-			if th.Pointer == pt && pt != 0 {
-				return th.ID, nil
-			}
-		}
-		return 0, errorf(ErrUnavailable, "%v: pthread %#x matches no OS thread of the target", t, pt)
+		return d.LWP, d.LWPErr
 	}
 	return 0, errorf(ErrUnsupported, "thread id kind %v", kind)
 }
@@ -348,33 +174,27 @@ func (t Thread) OSThread(kind ThreadIDKind) (uint64, error) {
 // (ompd_get_curr_parallel_handle). Serialized regions count: a thread inside
 // a num_threads(1) region gets that region, at its own level.
 func (t Thread) CurrentParallel() (Parallel, error) {
-	v, err := t.info()
+	d, err := t.data()
 	if err != nil {
 		return Parallel{}, err
 	}
-	team := v.f(t.as.l.thTeam)
-	if team == 0 {
-		return Parallel{}, errorf(ErrUnavailable, "%v is in no team (idle in the thread pool)", t)
+	if d.RegionErr != nil {
+		return Parallel{}, d.RegionErr
 	}
-	ti, err := t.as.team(team)
-	if err != nil {
-		return Parallel{}, err
-	}
-	return Parallel{as: t.as, team: team, level: ti.level}, nil
+	return Parallel{as: t.as, ref: d.Region}, nil
 }
 
 // CurrentTask returns the task the thread is executing
 // (ompd_get_curr_task_handle).
 func (t Thread) CurrentTask() (Task, error) {
-	v, err := t.info()
+	d, err := t.data()
 	if err != nil {
 		return Task{}, err
 	}
-	td := v.f(t.as.l.thCurrentTask)
-	if td == 0 {
-		return Task{}, errorf(ErrUnavailable, "%v has no current task", t)
+	if d.TaskErr != nil {
+		return Task{}, d.TaskErr
 	}
-	return t.as.taskAt(td)
+	return Task{as: t.as, ref: d.Task}, nil
 }
 
 // State is an OpenMP thread state (ompt_state_t).

@@ -100,9 +100,11 @@ var ICVTable = [ICVEnd]ICVInfo{
 type Value struct {
 	// Int is the integer value; for a list, its first element.
 	Int int64
-	// Text is the value as text: a list comma separated, a schedule as
-	// LLVM's libompd writes it. Empty means strconv of Int.
-	Text string
+	// Text is the value as text when HasText is set: a list comma
+	// separated, a schedule as LLVM's libompd writes it. Otherwise the
+	// text is Int in decimal.
+	Text    string
+	HasText bool
 	// IsString says the ICV is text only (Int means nothing).
 	IsString bool
 	// List is the whole list of a list-valued ICV (nthreads-var,

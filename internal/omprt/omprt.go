@@ -54,6 +54,8 @@
 package omprt
 
 import (
+	"strconv"
+
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -260,4 +262,53 @@ type Runtime interface {
 	Breakpoints() ([]Breakpoint, error)
 	Enabled() (bool, error)
 	Enable(on bool) error
+}
+
+// ThreadName formats a thread ref as package ompd's Thread.String does,
+// "thread/GTID@ADDR"; as a value in error arguments it is formatted only
+// when the message is.
+type ThreadName ThreadRef
+
+func (n ThreadName) String() string {
+	b := append([]byte("thread/"), strconv.FormatInt(int64(n.ID), 10)...)
+	b = append(b, "@0x"...)
+	return string(strconv.AppendUint(b, n.Addr, 16))
+}
+
+// RegionName formats a region ref as ompd's Parallel.String does,
+// "parallel/TEAM/LLEVEL".
+type RegionName Ref
+
+func (n RegionName) String() string {
+	b := append([]byte("parallel/0x"), strconv.FormatUint(n.Addr, 16)...)
+	b = append(b, "/L"...)
+	return string(strconv.AppendInt(b, int64(n.Level), 10))
+}
+
+// TaskName formats a task ref as ompd's Task.String does: "task/ADDR" for
+// explicit tasks, "task/ADDR/LLEVEL" for implicit ones.
+type TaskName Ref
+
+func (n TaskName) String() string {
+	b := append([]byte("task/0x"), strconv.FormatUint(n.Addr, 16)...)
+	if n.Level >= 0 {
+		b = append(b, "/L"...)
+		b = strconv.AppendInt(b, int64(n.Level), 10)
+	}
+	return string(b)
+}
+
+// IDKindName names a thread id kind as ompd.ThreadIDKind does.
+type IDKindName int
+
+func (k IDKindName) String() string {
+	switch k {
+	case IDPthread:
+		return "pthread"
+	case IDLWP:
+		return "lwp"
+	case 2:
+		return "winthread"
+	}
+	return "ThreadIDKind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -1,6 +1,7 @@
-package ompd
+package kmp
 
 import (
+	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -15,8 +16,8 @@ type dwarfReader struct {
 	err      error
 }
 
-func (r *dwarfReader) source() LayoutSource { return LayoutDWARF }
-func (r *dwarfReader) failed() error        { return r.err }
+func (r *dwarfReader) source() omprt.LayoutSource { return omprt.LayoutDWARF }
+func (r *dwarfReader) failed() error              { return r.err }
 
 // memberSize gives the size of the members this package decodes; members
 // used only as containers of nested ones have size 0.
@@ -49,7 +50,7 @@ func (r *dwarfReader) access(typ, member string) field {
 		r.err = wrapErr(ErrIncompatible, err, "runtime debug information: %s.%s", typ, member)
 		return field{}
 	}
-	return field{off: off, size: r.memberSize(typ, member)}
+	return field{Off: off, Size: r.memberSize(typ, member)}
 }
 
 func (r *dwarfReader) sizeof(name string) uint64 {

@@ -1,0 +1,332 @@
+package kmp
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+)
+
+// icvs is every ICV: LLVM's runtime has them all.
+var icvs = func() []omprt.ICV {
+	out := make([]omprt.ICV, 0, omprt.ICVEnd-1)
+	for i := omprt.ICV(1); i < omprt.ICVEnd; i++ {
+		out = append(out, i)
+	}
+	return out
+}()
+
+// ICVs lists the ICVs: all of them.
+func (rt *Runtime) ICVs() []omprt.ICV { return append([]omprt.ICV(nil), icvs...) }
+
+func intValue(v int64, err error) (omprt.Value, error) {
+	if err != nil {
+		return omprt.Value{}, err
+	}
+	return omprt.Value{Int: v}, nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func listValue(list []int64) omprt.Value {
+	v := omprt.Value{List: list, Text: joinInts(list), HasText: true}
+	if len(list) > 0 {
+		v.Int = list[0]
+	}
+	return v
+}
+
+func joinInts(list []int64) string {
+	var b []byte
+	for i, v := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(b)
+}
+
+// ICV reads one ICV at a scope.
+func (rt *Runtime) ICV(sc omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
+	s := rt.stop()
+	switch sc.Kind {
+	case omprt.ScopeAddressSpace:
+		return s.addressSpaceICV(id)
+	case omprt.ScopeThread:
+		return s.threadICV(sc.Thread, id)
+	case omprt.ScopeParallel:
+		rec := s.region(sc.Ref)
+		if rec.err != nil {
+			return omprt.Value{}, rec.err
+		}
+		switch id {
+		case omprt.ICVLevelsVar:
+			return omprt.Value{Int: int64(sc.Ref.Level)}, nil
+		case omprt.ICVActiveLevelsVar:
+			return omprt.Value{Int: int64(rec.data.ActiveLevel)}, nil
+		}
+		return omprt.Value{Int: int64(rec.data.TeamSize)}, nil
+	case omprt.ScopeTask:
+		return s.taskICV(sc.Ref, id)
+	}
+	return omprt.Value{}, errorf(ErrBadInput, "ICV scope %d", int(sc.Kind))
+}
+
+func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
+	rt := s.rt
+	str := func(name string) (omprt.Value, error) {
+		v, err := rt.globalString(name)
+		return omprt.Value{Text: v, HasText: true, IsString: true}, err
+	}
+	switch id {
+	case omprt.ICVStacksizeVar:
+		return intValue(rt.global("__kmp_stksize", uint64(rt.mem.PtrSize), false))
+	case omprt.ICVCancelVar:
+		return intValue(rt.global("__kmp_omp_cancellation", 4, true))
+	case omprt.ICVMaxTaskPriorityVar:
+		return intValue(rt.global("__kmp_max_task_priority", 4, true))
+	case omprt.ICVDebugVar:
+		on, err := s.stateTracking()
+		return intValue(boolInt(on), err)
+	case omprt.ICVDisplayAffinityVar:
+		return intValue(rt.global("__kmp_display_affinity", 4, true))
+	case omprt.ICVToolVar:
+		return intValue(rt.global("__kmp_tool", 4, true))
+	case omprt.ICVNumProcsVar, omprt.ICVOMPDNumProcsVar:
+		return intValue(rt.global("__kmp_avail_proc", 4, true))
+	case omprt.ICVAffinityFormatVar:
+		return str("__kmp_affinity_format")
+	case omprt.ICVToolLibrariesVar:
+		return str("__kmp_tool_libraries")
+	case omprt.ICVToolVerboseInitVar:
+		return str("__kmp_tool_verbose_init")
+	}
+	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+}
+
+// currentTask returns the record of a thread's current task.
+func (s *stop) currentTask(th omprt.ThreadRef) (*taskRec, error) {
+	d, err := s.rt.Thread(th)
+	if err != nil {
+		return nil, err
+	}
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	if d.TaskErr != nil {
+		return nil, d.TaskErr
+	}
+	rec := s.taskRec(d.Task)
+	if rec.err != nil {
+		return nil, rec.err
+	}
+	return rec, nil
+}
+
+func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) {
+	if id == omprt.ICVThreadNumVar || id == omprt.ICVOMPDThreadNumVar {
+		d, err := s.rt.Thread(th)
+		switch {
+		case err != nil:
+			return omprt.Value{}, err
+		case d.Err != nil:
+			return omprt.Value{}, d.Err
+		}
+		return intValue(int64(d.Num), d.NumErr)
+	}
+	rec, err := s.currentTask(th)
+	if err != nil {
+		return omprt.Value{}, err
+	}
+	l := s.rt.l
+	v := rec.raw.v
+	switch id {
+	case omprt.ICVDynVar:
+		return omprt.Value{Int: boolInt(v.F(l.icvDynamic) != 0)}, nil
+	case omprt.ICVNthreadsVar:
+		if rec.teamErr != nil {
+			return omprt.Value{}, rec.teamErr
+		}
+		rest, err := s.nested(&s.nth, "__kmp_nested_nth", l.nestedNth, l.nestedNthUsed, int64(rec.teamLevel))
+		if err != nil {
+			return omprt.Value{}, err
+		}
+		return listValue(append([]int64{v.FI(l.icvNproc)}, rest...)), nil
+	case omprt.ICVDefaultDeviceVar:
+		return omprt.Value{Int: v.FI(l.icvDefaultDevice)}, nil
+	}
+	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+}
+
+func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
+	rec := s.taskRec(r)
+	if rec.err != nil {
+		return omprt.Value{}, rec.err
+	}
+	l := s.rt.l
+	v := rec.raw.v
+	switch id {
+	case omprt.ICVRunSchedVar:
+		sc := rec.data.Schedule
+		k := int64(sc.Kind)
+		if sc.Monotonic {
+			k |= monotonicBit
+		}
+		return omprt.Value{Int: k, Text: libompdSchedule(sc), HasText: true}, nil
+	case omprt.ICVThreadLimitVar:
+		return omprt.Value{Int: v.FI(l.icvThreadLimit)}, nil
+	case omprt.ICVMaxActiveLevelsVar:
+		return omprt.Value{Int: v.FI(l.icvMaxActive)}, nil
+	case omprt.ICVBindVar:
+		if rec.teamErr != nil {
+			return omprt.Value{}, rec.teamErr
+		}
+		rest, err := s.nested(&s.bind, "__kmp_nested_proc_bind", l.nestedBind, l.nestedBindUsed, int64(rec.teamLevel))
+		if err != nil {
+			return omprt.Value{}, err
+		}
+		return listValue(append([]int64{v.FI(l.icvProcBind)}, rest...)), nil
+	case omprt.ICVFinalTaskVar, omprt.ICVOMPDFinalVar, omprt.ICVOMPDFinalTaskVar:
+		return omprt.Value{Int: boolInt(rec.data.InFinal)}, nil
+	case omprt.ICVImplicitTaskVar, omprt.ICVOMPDImplicitVar, omprt.ICVOMPDImplicitTaskVar:
+		return omprt.Value{Int: boolInt(r.Level >= 0)}, nil
+	}
+	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+}
+
+// nested returns the elements level+1 .. used-1 of the list an ICV
+// continues with below level: the runtime's __kmp_nested_nth or
+// __kmp_nested_proc_bind (an array of int and a used count), read once
+// per stop.
+func (s *stop) nested(o *once[[]int64], global string, arrF, usedF field, level int64) ([]int64, error) {
+	all, err := o.get(func() ([]int64, error) { return s.readNested(global, arrF, usedF) })
+	if err != nil {
+		return nil, err
+	}
+	if level+1 >= int64(len(all)) {
+		return nil, nil
+	}
+	return all[level+1:], nil
+}
+
+func (s *stop) readNested(global string, arrF, usedF field) ([]int64, error) {
+	rt := s.rt
+	addr, err := rt.sym(global)
+	if err != nil {
+		return nil, wrapErr(ErrIncompatible, err, "runtime variable %s", global)
+	}
+	v, err := rt.view(addr, maxU(arrF.End(), usedF.End()), global)
+	if err != nil {
+		return nil, err
+	}
+	used := v.FI(usedF)
+	if used < 0 || used > maxChain {
+		return nil, errorf(ErrCorrupt, "%s.used %d out of range", global, used)
+	}
+	if used == 0 {
+		return nil, nil
+	}
+	isz := rt.l.intSize
+	av, err := rt.view(v.F(arrF), uint64(used)*isz, global+" list")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, used)
+	for i := range out {
+		out[i] = av.Int(uint64(i)*isz, isz)
+	}
+	return out, nil
+}
+
+const monotonicBit = 0x80000000
+
+// Runtime sched_type values (kmp.h).
+const (
+	kmpSchStaticChunked           = 33
+	kmpSchStatic                  = 34
+	kmpSchDynamicChunked          = 35
+	kmpSchGuidedChunked           = 36
+	kmpSchAuto                    = 38
+	kmpSchTrapezoidal             = 39
+	kmpSchStaticGreedy            = 40
+	kmpSchStaticBalanced          = 41
+	kmpSchGuidedIterativeChunked  = 42
+	kmpSchGuidedAnalyticalChunked = 43
+	kmpSchStaticSteal             = 44
+	kmpSchModifierMonotonic       = 1 << 29
+	kmpSchModifierNonmonotonic    = 1 << 30
+)
+
+// Schedule kinds as omp_get_schedule reports them (omp_sched_t and LLVM's
+// extensions).
+const (
+	schedStatic      = 1
+	schedDynamic     = 2
+	schedGuided      = 3
+	schedAuto        = 4
+	schedTrapezoidal = 101
+	schedStaticSteal = 102
+)
+
+var schedNames = map[int]string{schedStatic: "static", schedDynamic: "dynamic", schedGuided: "guided",
+	schedAuto: "auto", schedTrapezoidal: "trapezoidal", schedStaticSteal: "static_steal"}
+
+// decodeSchedule maps the runtime's sched_type and chunk to what
+// omp_get_schedule reports (kmp_runtime.cpp, __kmp_get_schedule).
+func decodeSchedule(raw, chunk int64) omprt.Schedule {
+	s := omprt.Schedule{Raw: int(raw), Chunk: int(chunk),
+		Monotonic:    raw&kmpSchModifierMonotonic != 0,
+		Nonmonotonic: raw&kmpSchModifierNonmonotonic != 0}
+	switch raw &^ (kmpSchModifierMonotonic | kmpSchModifierNonmonotonic) {
+	case kmpSchStatic, kmpSchStaticGreedy, kmpSchStaticBalanced:
+		s.Kind, s.Chunk = schedStatic, 0
+	case kmpSchStaticChunked:
+		s.Kind = schedStatic
+	case kmpSchDynamicChunked:
+		s.Kind = schedDynamic
+	case kmpSchGuidedChunked, kmpSchGuidedIterativeChunked, kmpSchGuidedAnalyticalChunked:
+		s.Kind = schedGuided
+	case kmpSchAuto:
+		s.Kind = schedAuto
+	case kmpSchTrapezoidal:
+		s.Kind = schedTrapezoidal
+	case kmpSchStaticSteal:
+		s.Kind = schedStaticSteal
+	default:
+		s.Kind, s.Chunk = 0, 0
+	}
+	return s
+}
+
+// scheduleString writes a schedule as "[monotonic:|nonmonotonic:]kind,chunk".
+func scheduleString(s omprt.Schedule) string {
+	var b strings.Builder
+	if s.Monotonic {
+		b.WriteString("monotonic:")
+	} else if s.Nonmonotonic {
+		b.WriteString("nonmonotonic:")
+	}
+	if n, ok := schedNames[s.Kind]; ok {
+		b.WriteString(n)
+	} else {
+		b.WriteString("ScheduleKind(" + strconv.Itoa(s.Kind) + ")")
+	}
+	b.WriteByte(',')
+	b.WriteString(strconv.Itoa(s.Chunk))
+	return b.String()
+}
+
+// libompdSchedule is run-sched-var as LLVM's libompd writes it: empty for
+// an unknown kind.
+func libompdSchedule(s omprt.Schedule) string {
+	if s.Kind == 0 {
+		return ""
+	}
+	return scheduleString(s)
+}

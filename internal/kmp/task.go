@@ -1,0 +1,296 @@
+package kmp
+
+import (
+	"github.com/ompd-go/ompd/internal/omprt"
+)
+
+// Task kinds (ompt_task_flag_t).
+const (
+	taskInitial  = 0x00000001
+	taskImplicit = 0x00000002
+	taskExplicit = 0x00000004
+	taskIncluded = 0x08000000
+	taskUntied   = 0x10000000
+	taskFinal    = 0x20000000
+)
+
+// taskRaw is one kmp_taskdata_t as read at one stop.
+type taskRaw struct {
+	err      error
+	v        view
+	explicit bool
+	freed    bool
+	team     uint64
+}
+
+// task reads the kmp_taskdata_t at td once per stop.
+func (s *stop) task(td uint64) *taskRaw {
+	return s.tasks.Get(td, func(td uint64) *taskRaw {
+		l := s.rt.l
+		v, err := s.rt.view(td, l.taskExtent, "task")
+		if err != nil {
+			return &taskRaw{err: err}
+		}
+		return &taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
+	})
+}
+
+func flag(v view, flags field, mask []byte) bool {
+	b := v.Bytes(flags)
+	for i := range b {
+		if i < len(mask) && b[i]&mask[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *stop) flag(t *taskRaw, mask []byte) bool { return flag(t.v, s.rt.l.tdFlags, mask) }
+
+// taskRef makes the ref of the task at td as it is now: an implicit task
+// at its team's innermost level.
+func (s *stop) taskRef(td uint64) (omprt.Ref, error) {
+	t := s.task(td)
+	if t.err != nil {
+		return omprt.Ref{}, t.err
+	}
+	if t.freed {
+		return omprt.Ref{}, errorf(ErrCorrupt, "task %#x is marked freed", td)
+	}
+	if t.explicit {
+		return omprt.Ref{Addr: td, Level: -1}, nil
+	}
+	if t.team == 0 {
+		return omprt.Ref{}, errorf(ErrCorrupt, "implicit task %#x has no team", td)
+	}
+	tm := s.team(t.team)
+	if tm.err != nil {
+		return omprt.Ref{}, tm.err
+	}
+	return omprt.Ref{Addr: td, Level: tm.level}, nil
+}
+
+// taskRec is a task decoded at one stop, with what ICVs need.
+type taskRec struct {
+	data omprt.TaskData
+	err  error
+	raw  *taskRaw
+	// teamLevel is the t_level of the task's team (the level its ICV
+	// lists continue from), teamErr why there is none.
+	teamLevel int32
+	teamErr   error
+}
+
+// Task returns the record of task r.
+func (rt *Runtime) Task(r omprt.Ref) (*omprt.TaskData, error) {
+	rec := rt.stop().taskRec(r)
+	if rec.err != nil {
+		return nil, rec.err
+	}
+	return &rec.data, nil
+}
+
+func (s *stop) taskRec(r omprt.Ref) *taskRec {
+	return s.taskRecs.Get(r, s.decodeTask)
+}
+
+func (s *stop) decodeTask(r omprt.Ref) *taskRec {
+	rt, l := s.rt, s.rt.l
+	name := omprt.TaskName(r)
+	t := s.task(r.Addr)
+	if t.err != nil {
+		return &taskRec{err: t.err}
+	}
+	if t.freed {
+		return &taskRec{err: errorf(ErrStaleHandle, "%v: task was freed", name)}
+	}
+	implicit := !t.explicit
+	if implicit != (r.Level >= 0) {
+		return &taskRec{err: errorf(ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
+	}
+	rec := &taskRec{raw: t}
+	var tm *team
+	var j int32
+	if t.team == 0 {
+		rec.teamErr = errorf(ErrCorrupt, "%v has no team", name)
+	} else if tm = s.team(t.team); tm.err != nil {
+		rec.teamErr = tm.err
+	} else {
+		rec.teamLevel = tm.level
+	}
+	if implicit {
+		if rec.teamErr != nil {
+			return &taskRec{err: rec.teamErr}
+		}
+		if r.Level < tm.first || r.Level > tm.level {
+			return &taskRec{err: errorf(ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
+		}
+		j = tm.level - r.Level
+	}
+	d := &rec.data
+	d.Ref = r
+	if implicit {
+		d.Kind = taskImplicit
+		if r.Level == 0 {
+			d.Kind |= taskInitial
+		}
+	} else {
+		d.Kind = taskExplicit
+		if s.flag(t, l.flagTaskSerial) {
+			d.Kind |= taskIncluded
+		}
+		if !s.flag(t, l.flagTiedness) {
+			d.Kind |= taskUntied
+		}
+	}
+	d.InFinal = s.flag(t, l.flagFinal)
+	if d.InFinal {
+		d.Kind |= taskFinal
+	}
+	d.Schedule = decodeSchedule(t.v.FI(l.icvSchedType), t.v.FI(l.icvSchedChunk))
+
+	// The region.
+	switch {
+	case rec.teamErr != nil:
+		d.RegionErr = rec.teamErr
+	case implicit:
+		d.Region = r
+		d.Region.Addr = tm.addr
+	default:
+		d.Region = omprt.Ref{Addr: tm.addr, Level: tm.level}
+	}
+
+	// The generating task.
+	if implicit && r.Level > tm.first {
+		// An enclosing serialized level of the same serial team.
+		d.Generating = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	} else {
+		d.Generating, d.GeneratingErr = s.ancestor(r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
+	}
+
+	// The scheduling task.
+	switch {
+	case implicit && r.Level > tm.first:
+		d.Scheduling = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	case implicit && r.Addr != tm.implicit: // a worker's implicit task
+		d.SchedulingErr = errorf(ErrUnavailable, "%v: a worker's implicit task interrupts no task", name)
+	case implicit:
+		if parent := t.v.F(l.tdParent); parent == 0 {
+			d.SchedulingErr = errorf(ErrUnavailable, "%v has no scheduling task", name)
+		} else {
+			d.Scheduling, d.SchedulingErr = s.taskRef(parent)
+		}
+	default:
+		sp := t.v.F(l.tdSchedParent)
+		if sp == 0 {
+			if on, err := s.stateTracking(); err != nil {
+				d.SchedulingErr = err
+			} else if !on {
+				d.SchedulingErr = errorf(ErrNeedsStateTracking, "%v: scheduling parent", name)
+			} else {
+				d.SchedulingErr = errorf(ErrUnavailable, "%v has no scheduling task", name)
+			}
+		} else {
+			d.Scheduling, d.SchedulingErr = s.ancestor(r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
+		}
+	}
+
+	// The function.
+	if implicit {
+		reg := s.region(omprt.Ref{Addr: tm.addr, Level: r.Level})
+		if reg.err != nil {
+			d.FunctionErr = reg.err
+		} else {
+			d.Function, d.FunctionErr = reg.data.Function, reg.data.FunctionErr
+		}
+	} else {
+		addr, err := rt.readUint(r.Addr+l.taskdataSize+l.taskRoutine.Off, l.taskRoutine.Size, "kmp_task_t routine")
+		switch {
+		case err != nil:
+			d.FunctionErr = err
+		case addr == 0:
+			d.FunctionErr = errorf(ErrUnavailable, "%v has no routine", name)
+		default:
+			d.Function = addr
+		}
+	}
+
+	// Frames and id: a serialized level's are in the team's lw taskteam list.
+	v := t.v
+	exit, enter, exitF, enterF := l.tdExitFrame, l.tdEnterFrame, l.tdExitFlags, l.tdEnterFlags
+	var lwtErr, noFrame error
+	if implicit && j > 0 {
+		lwt, err := s.lwt(tm, j)
+		switch {
+		case err != nil:
+			lwtErr, noFrame = err, err
+		case lwt == 0:
+			lwtErr = errorf(ErrNeedsStateTracking, "%v: serialized level data", name)
+			noFrame = errorf(ErrUnavailable, "%v: no frame kept for this serialized level", name)
+		default:
+			if v, err = rt.view(lwt, l.lwExtent, "lw taskteam"); err != nil {
+				lwtErr, noFrame = err, err
+			}
+		}
+		exit, enter, exitF, enterF = l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags
+		if lwtErr == nil {
+			d.ID = v.F(l.lwTaskData)
+		}
+		d.IDErr = lwtErr
+	} else {
+		d.ID = v.F(l.tdTaskData)
+	}
+	if on, err := s.stateTracking(); err != nil {
+		d.FramesErr = err
+	} else if !on {
+		d.FramesErr = errorf(ErrNeedsStateTracking, "%v: frames", name)
+	} else if noFrame != nil {
+		d.FramesErr = noFrame
+	} else {
+		d.Exit = frameInfo(v.F(exit), v.F(exitF))
+		d.Enter = frameInfo(v.F(enter), v.F(enterF))
+	}
+	return rec
+}
+
+// ancestor makes the ref of the task at link (a td_parent or
+// scheduling_parent of task r). A task that links to itself, or two tasks
+// that link to each other, are corrupt; longer cycles are cut by the
+// walks' visited sets.
+func (s *stop) ancestor(r omprt.Ref, link uint64, f field, fname, none, self string) (omprt.Ref, error) {
+	if link == 0 {
+		return omprt.Ref{}, errorf(ErrUnavailable, "%v %s", omprt.TaskName(r), none)
+	}
+	if link == r.Addr {
+		return omprt.Ref{}, errorf(ErrCorrupt, "%v %s", omprt.TaskName(r), self)
+	}
+	p := s.task(link)
+	if p.err != nil {
+		return omprt.Ref{}, p.err
+	}
+	if p.v.F(f) == r.Addr {
+		return omprt.Ref{}, errorf(ErrCorrupt, "tasks %#x and %#x are each other's %s", link, r.Addr, fname)
+	}
+	return s.taskRef(link)
+}
+
+// frameInfo normalizes the flags the runtime stored with a frame address.
+// LLVM's runtime sets them only for explicit tasks; for implicit tasks and
+// serialized levels the memory holds whatever was there before. Every frame
+// address LLVM records is the frame pointer (__builtin_frame_address) of a
+// runtime procedure unless it says otherwise, so flags that are no valid
+// ompt_frame_flag_t combination read as runtime|framepointer, and a set
+// address without an address kind gets framepointer.
+func frameInfo(addr, flags uint64) omprt.Frame {
+	const framePointer = 0x20
+	f := uint32(flags)
+	if flags&^0x31 != 0 {
+		f = framePointer
+	} else if f&0x30 == 0 && addr != 0 {
+		f |= framePointer
+	}
+	if addr == 0 {
+		f = 0
+	}
+	return omprt.Frame{Addr: addr, Flags: f}
+}

@@ -1,0 +1,249 @@
+package kmp
+
+import (
+	"github.com/ompd-go/ompd/internal/omprt"
+)
+
+// team is a kmp_team_t decoded at one stop. The levels a team stands for
+// run from first to level: one level for an active team, one per nested
+// serialized region for a serial team (the runtime increments a serial
+// team's t_level for each), the outermost being its parent's level + 1.
+type team struct {
+	addr uint64
+	// err is why the team cannot be used at all (unreadable, or values
+	// that break an invariant of the team itself).
+	err error
+
+	level, first, activeLevel, nproc int32
+	parent                           uint64
+	parentLevel                      int32
+	// enclosingErr is why the walk cannot go out of the team's first
+	// level although the team itself is fine: a parent that breaks the
+	// invariants between the two. The walk is cut there.
+	enclosingErr error
+
+	pkfn, threads, implicit, parallelID, serialInfo uint64
+}
+
+// depth is the number of nesting levels the team stands for.
+func (tm *team) depth() int32 { return tm.level - tm.first + 1 }
+
+// team returns the team at addr, decoded once per stop.
+func (s *stop) team(addr uint64) *team {
+	return s.teams.Get(addr, s.decodeTeam)
+}
+
+// teamFields reads the fields of one kmp_team_t, without its parent.
+func (s *stop) teamFields(addr uint64, what string) (*team, error) {
+	l := s.rt.l
+	if addr == 0 {
+		return nil, errorf(ErrCorrupt, "null %s pointer", what)
+	}
+	v, err := s.rt.view(addr+l.teamT, l.teamExtent, what)
+	if err != nil {
+		return nil, err
+	}
+	return &team{
+		addr:        addr,
+		level:       int32(v.FI(l.tLevel)),
+		activeLevel: int32(v.FI(l.tActiveLevel)),
+		nproc:       int32(v.FI(l.tNproc)),
+		parent:      v.F(l.tParent),
+		pkfn:        v.F(l.tPkfn),
+		threads:     v.F(l.tThreads),
+		implicit:    v.F(l.tImplicitTask),
+		parallelID:  v.F(l.tParallelData),
+		serialInfo:  v.F(l.tSerialInfo),
+	}, nil
+}
+
+// maxTeamSize bounds t_nproc by the thread table: a team's threads are
+// all in it.
+func (s *stop) maxTeamSize() int64 {
+	if tt, err := s.table(); err == nil && tt.capacity > 0 {
+		return tt.capacity
+	}
+	return maxThreadsCapacity
+}
+
+func (s *stop) decodeTeam(addr uint64) *team {
+	tm, err := s.teamFields(addr, "team")
+	if err != nil {
+		return &team{addr: addr, err: err}
+	}
+	if tm.level < 0 || tm.level > maxLevel || tm.activeLevel < 0 || tm.activeLevel > tm.level {
+		tm.err = errorf(ErrCorrupt, "team %#x: level %d, active level %d", addr, tm.level, tm.activeLevel)
+		return tm
+	}
+	if tm.nproc < 1 || int64(tm.nproc) > s.maxTeamSize() {
+		tm.err = errorf(ErrCorrupt, "team %#x: t_nproc %d (the thread table holds %d)", addr, tm.nproc, s.maxTeamSize())
+		return tm
+	}
+	// Where the team's levels start depends on its parent. Anything that
+	// breaks the invariants between the two cuts the walk here: the team
+	// then stands for its own level only.
+	tm.first = tm.level
+	switch {
+	case tm.parent == 0 && tm.level == 0:
+		// The initial thread's root team: the outermost region.
+	case tm.parent == 0:
+		tm.enclosingErr = errorf(ErrCorrupt, "team %#x at level %d has no parent team", addr, tm.level)
+	case tm.parent == addr:
+		tm.enclosingErr = errorf(ErrCorrupt, "team %#x is its own parent", addr)
+	default:
+		p, err := s.teamFields(tm.parent, "parent team")
+		switch {
+		case err != nil:
+			tm.enclosingErr = err
+		case p.level < 0 || p.level >= tm.level:
+			// Levels must fall going outwards; anything else is a
+			// cycle or corrupt memory, and would make a walk endless.
+			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at level %d: enclosing team %#x is at level %d", addr, tm.level, tm.parent, p.level)
+		case tm.nproc > 1 && p.level != tm.level-1:
+			tm.enclosingErr = errorf(ErrCorrupt, "team %#x of %d threads at level %d: enclosing team %#x is at level %d (an active team stands for one level)", addr, tm.nproc, tm.level, tm.parent, p.level)
+		case p.activeLevel < 0 || p.activeLevel > tm.activeLevel || tm.activeLevel-p.activeLevel > tm.level-p.level:
+			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at active level %d: enclosing team %#x is at active level %d", addr, tm.activeLevel, tm.parent, p.activeLevel)
+		default:
+			tm.first, tm.parentLevel = p.level+1, p.level
+		}
+	}
+	return tm
+}
+
+// regionRec is a region decoded at one stop, with what its derived answers
+// need.
+type regionRec struct {
+	data omprt.RegionData
+	err  error
+	tm   *team
+	j    int32 // depth of the level within the team (0 = innermost)
+}
+
+// Region returns the record of the region r.
+func (rt *Runtime) Region(r omprt.Ref) (*omprt.RegionData, error) {
+	rec := rt.stop().region(r)
+	if rec.err != nil {
+		return nil, rec.err
+	}
+	return &rec.data, nil
+}
+
+func (s *stop) region(r omprt.Ref) *regionRec {
+	return s.regions.Get(r, s.decodeRegion)
+}
+
+func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
+	rt := s.rt
+	tm := s.team(r.Addr)
+	if tm.err != nil {
+		return &regionRec{err: tm.err}
+	}
+	if r.Level < tm.first || r.Level > tm.level {
+		return &regionRec{err: errorf(ErrStaleHandle, "%v: team now stands for levels %d..%d", omprt.RegionName(r), tm.first, tm.level)}
+	}
+	rec := &regionRec{tm: tm, j: tm.level - r.Level}
+	d := &rec.data
+	d.Ref = r
+	d.ActiveLevel = int(tm.activeLevel)
+	d.TeamSize = int(tm.nproc)
+	if rec.j > 0 {
+		d.TeamSize = 1
+	}
+	switch {
+	case rec.j > 0:
+		d.FunctionErr = errorf(ErrUnavailable, "%v: the runtime keeps no function for an enclosing serialized level", omprt.RegionName(r))
+	case tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes():
+		d.FunctionErr = errorf(ErrUnavailable, "%v has no entry function", omprt.RegionName(r))
+	default:
+		d.Function = tm.pkfn
+	}
+	if rec.j == 0 {
+		d.ID = tm.parallelID
+	} else if lwt, err := s.lwt(tm, rec.j); err != nil {
+		d.IDErr = err
+	} else if lwt == 0 {
+		d.IDErr = errorf(ErrNeedsStateTracking, "%v: serialized region data", omprt.RegionName(r))
+	} else {
+		d.ID, d.IDErr = rt.readUint(lwt+rt.l.lwParallelData.Off, rt.l.lwParallelData.Size, "lw taskteam parallel data")
+	}
+	switch {
+	case r.Level > tm.first:
+		d.Enclosing = omprt.Ref{Addr: tm.addr, Level: r.Level - 1}
+	case tm.enclosingErr != nil:
+		d.EnclosingErr = tm.enclosingErr
+	case tm.parent == 0:
+		d.EnclosingErr = errorf(ErrUnavailable, "%v is the outermost region", omprt.RegionName(r))
+	default:
+		d.Enclosing = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
+	}
+	return rec
+}
+
+// lwt returns the ompt_lw_taskteam_t that keeps the OMPT data of the level
+// at depth j of a serial team (j >= 1), or 0 if the runtime keeps none
+// (OMPT not enabled). The runtime keeps the innermost level's data in the
+// team itself and pushes the data of each enclosing serialized level on the
+// team's lw-taskteam list when a nested one starts. j is below the team's
+// depth, itself bounded by maxLevel.
+func (s *stop) lwt(tm *team, j int32) (uint64, error) {
+	cur := tm.serialInfo
+	for k := int32(1); k < j && cur != 0; k++ {
+		next, err := s.rt.readPtr(cur+s.rt.l.lwParent.Off, "lw taskteam parent")
+		if err != nil {
+			return 0, err
+		}
+		if next == cur {
+			return 0, errorf(ErrCorrupt, "team %#x: lw taskteam %#x links to itself", tm.addr, cur)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// teamSize is the number of threads of region r's team at its level.
+func (rec *regionRec) size() int32 {
+	if rec.j > 0 {
+		return 1
+	}
+	return rec.tm.nproc
+}
+
+// RegionThread returns the thread with number n in region r's team.
+func (rt *Runtime) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
+	s := rt.stop()
+	rec := s.region(r)
+	if rec.err != nil {
+		return omprt.ThreadRef{}, rec.err
+	}
+	size := rec.size()
+	if n < 0 || n >= int(size) {
+		return omprt.ThreadRef{}, errorf(ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+	}
+	if rec.tm.threads == 0 {
+		return omprt.ThreadRef{}, errorf(ErrCorrupt, "%v: team has no thread array", omprt.RegionName(r))
+	}
+	addr, err := rt.readPtr(rec.tm.threads+uint64(n)*uint64(rt.mem.PtrSize), "team thread array")
+	if err != nil {
+		return omprt.ThreadRef{}, err
+	}
+	if addr == 0 {
+		return omprt.ThreadRef{}, errorf(ErrUnavailable, "%v: thread %d not set", omprt.RegionName(r), n)
+	}
+	return s.threadAt(addr, omprt.RegionName(r))
+}
+
+// ImplicitTask returns the implicit task of thread number n of region r.
+func (rt *Runtime) ImplicitTask(r omprt.Ref, n int) (omprt.Ref, error) {
+	rec := rt.stop().region(r)
+	if rec.err != nil {
+		return omprt.Ref{}, rec.err
+	}
+	size := rec.size()
+	if n < 0 || n >= int(size) {
+		return omprt.Ref{}, errorf(ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+	}
+	if rec.tm.implicit == 0 {
+		return omprt.Ref{}, errorf(ErrCorrupt, "%v: team has no implicit tasks", omprt.RegionName(r))
+	}
+	return omprt.Ref{Addr: rec.tm.implicit + uint64(n)*rt.l.taskdataSize, Level: r.Level}, nil
+}

@@ -1,0 +1,308 @@
+package kmp
+
+import (
+	"errors"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+)
+
+// stop holds what was read and decoded at one stop of the program. Every
+// record is decoded once and kept until Refresh replaces the stop.
+type stop struct {
+	rt       *Runtime
+	tab      once[*threadTable]
+	os       once[*osThreads]
+	tracking once[bool]
+	nth      once[[]int64] // __kmp_nested_nth, whole
+	bind     once[[]int64] // __kmp_nested_proc_bind, whole
+
+	threads  omprt.Cache[int32, *omprt.ThreadData] // by position in the table
+	teams    omprt.Cache[uint64, *team]
+	tasks    omprt.Cache[uint64, *taskRaw]
+	regions  omprt.Cache[omprt.Ref, *regionRec]
+	taskRecs omprt.Cache[omprt.Ref, *taskRec]
+}
+
+func (rt *Runtime) newStop() *stop { return &stop{rt: rt} }
+
+// threadTable is the runtime's thread table __kmp_threads as read at one
+// stop, with the kmp_info_t of every thread in it.
+type threadTable struct {
+	capacity int64
+	refs     []omprt.ThreadRef // in gtid order
+	infos    []view            // kmp_info_t of refs[i]
+	errs     []error           // why refs[i] cannot be read, if it cannot
+	byAddr   map[uint64]int32  // kmp_info_t -> position
+	byGTID   map[int32]int32   // gtid -> position
+	byPth    map[uint64]int32  // ds_thread -> position
+}
+
+// osThreads maps the target's OS threads both ways.
+type osThreads struct {
+	err       error
+	lwpByPth  map[uint64]uint64
+	pthByLWP  map[uint64]uint64
+	knownLWPs map[uint64]bool
+}
+
+func (s *stop) osThreads() *osThreads {
+	o, _ := s.os.get(func() (*osThreads, error) {
+		o := &osThreads{}
+		ths, err := s.rt.t.Threads()
+		if err != nil {
+			o.err = wrapErr(ErrReadFailed, err, "listing target threads")
+			return o, nil
+		}
+		o.lwpByPth = make(map[uint64]uint64, len(ths))
+		o.pthByLWP = make(map[uint64]uint64, len(ths))
+		o.knownLWPs = make(map[uint64]bool, len(ths))
+		for _, th := range ths {
+			o.knownLWPs[th.ID] = true
+			if th.Pointer != 0 {
+				o.lwpByPth[th.Pointer] = th.ID
+				o.pthByLWP[th.ID] = th.Pointer
+			}
+		}
+		return o, nil
+	})
+	return o
+}
+
+// table reads the runtime's thread table once per stop. An entry whose
+// kmp_info_t cannot be read, or that repeats another, costs that thread
+// only: it is listed, and its record says what is wrong.
+func (s *stop) table() (*threadTable, error) {
+	return s.tab.get(s.readTable)
+}
+
+func (s *stop) readTable() (*threadTable, error) {
+	rt := s.rt
+	capacity, err := rt.global("__kmp_threads_capacity", 4, true)
+	if err != nil {
+		return nil, err
+	}
+	if capacity < 0 || capacity > maxThreadsCapacity {
+		return nil, errorf(ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
+	}
+	tab, err := rt.sym("__kmp_threads")
+	if err != nil {
+		return nil, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
+	}
+	arr, err := rt.readPtr(tab, "__kmp_threads")
+	if err != nil {
+		return nil, err
+	}
+	tt := &threadTable{capacity: capacity, byAddr: make(map[uint64]int32), byGTID: make(map[int32]int32), byPth: make(map[uint64]int32)}
+	if capacity == 0 || arr == 0 {
+		return tt, nil
+	}
+	ptr := uint64(rt.mem.PtrSize)
+	v, err := rt.view(arr, uint64(capacity)*ptr, "__kmp_threads array")
+	if err != nil {
+		return nil, err
+	}
+	for i := uint64(0); i < uint64(capacity); i++ {
+		addr := v.Uint(i*ptr, ptr)
+		if addr == 0 {
+			continue
+		}
+		pos := int32(len(tt.refs))
+		ref := omprt.ThreadRef{Addr: addr, ID: int32(i)}
+		var info view
+		var ierr error
+		if _, dup := tt.byAddr[addr]; dup {
+			ierr = errorf(ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
+		} else {
+			info, ierr = rt.view(addr, rt.l.thExtent, "kmp_info_t of a thread")
+			tt.byAddr[addr] = pos
+		}
+		tt.refs = append(tt.refs, ref)
+		tt.infos = append(tt.infos, info)
+		tt.errs = append(tt.errs, ierr)
+		tt.byGTID[int32(i)] = pos
+		if ierr == nil {
+			if pt := info.F(rt.l.thThread); pt != 0 {
+				if _, dup := tt.byPth[pt]; !dup {
+					tt.byPth[pt] = pos
+				}
+			}
+		}
+	}
+	return tt, nil
+}
+
+// Threads lists the threads of the runtime's thread table, in gtid order.
+func (rt *Runtime) Threads() ([]omprt.ThreadRef, error) {
+	tt, err := rt.stop().table()
+	if err != nil {
+		return nil, err
+	}
+	return tt.refs, nil
+}
+
+// position finds a thread ref in the table; a ref the table no longer
+// holds is stale.
+func (tt *threadTable) position(r omprt.ThreadRef) (int32, error) {
+	pos, ok := tt.byGTID[r.ID]
+	if !ok || tt.refs[pos].Addr != r.Addr {
+		if r.ID >= 0 && int64(r.ID) < tt.capacity && ok {
+			return 0, errorf(ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", omprt.ThreadName(r), r.ID, tt.refs[pos].Addr)
+		}
+		return 0, errorf(ErrStaleHandle, "%v: no longer in __kmp_threads", omprt.ThreadName(r))
+	}
+	return pos, nil
+}
+
+// threadAt returns the ref of the thread whose kmp_info_t is at addr.
+func (s *stop) threadAt(addr uint64, what omprt.RegionName) (omprt.ThreadRef, error) {
+	tt, err := s.table()
+	if err != nil {
+		return omprt.ThreadRef{}, err
+	}
+	pos, ok := tt.byAddr[addr]
+	if !ok {
+		return omprt.ThreadRef{}, errorf(ErrCorrupt, "%v: thread %#x is not in __kmp_threads", what, addr)
+	}
+	return tt.refs[pos], nil
+}
+
+// ThreadByOS returns the OpenMP thread running on an OS thread. The rule:
+// an OS thread is an OpenMP thread as soon as the runtime has registered
+// it in __kmp_threads with its pthread id (see ompd.ThreadByOSThread).
+func (rt *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
+	s := rt.stop()
+	tt, err := s.table()
+	if err != nil {
+		return omprt.ThreadRef{}, err
+	}
+	pthread := id
+	switch kind {
+	case omprt.IDPthread:
+	case omprt.IDLWP:
+		o := s.osThreads()
+		if o.err != nil {
+			return omprt.ThreadRef{}, o.err
+		}
+		if !o.knownLWPs[id] {
+			return omprt.ThreadRef{}, errorf(ErrBadInput, "no OS thread with LWP id %d in target", id)
+		}
+		pthread = o.pthByLWP[id]
+		if pthread == 0 {
+			return s.threadByTLS(id)
+		}
+	default:
+		return omprt.ThreadRef{}, errorf(ErrUnsupported, "thread id kind %d", kind)
+	}
+	pos, ok := tt.byPth[pthread]
+	if !ok {
+		return omprt.ThreadRef{}, errorf(ErrUnavailable, "%v thread %#x is not an OpenMP thread", omprt.IDKindName(kind), id)
+	}
+	return tt.refs[pos], nil
+}
+
+// threadByTLS finds the OpenMP thread of an OS thread whose thread pointer
+// the target does not know, through the thread's __kmp_gtid.
+func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
+	rt := s.rt
+	addr, err := rt.t.LookupThreadLocal(lwp, "__kmp_gtid")
+	if err != nil {
+		if errors.Is(err, target.ErrNoMemory) {
+			return omprt.ThreadRef{}, wrapErr(ErrUnavailable, err, "thread %d has no __kmp_gtid", lwp)
+		}
+		return omprt.ThreadRef{}, wrapErr(ErrReadFailed, err, "thread %d: __kmp_gtid", lwp)
+	}
+	g, err := rt.readUint(addr, 4, "__kmp_gtid")
+	if err != nil {
+		return omprt.ThreadRef{}, err
+	}
+	gtid := int32(g)
+	if gtid < 0 {
+		return omprt.ThreadRef{}, errorf(ErrUnavailable, "thread %d is not an OpenMP thread (__kmp_gtid %d)", lwp, gtid)
+	}
+	tt, err := s.table()
+	if err != nil {
+		return omprt.ThreadRef{}, err
+	}
+	pos, ok := tt.byGTID[gtid]
+	if !ok {
+		return omprt.ThreadRef{}, errorf(ErrUnavailable, "thread %d: __kmp_gtid %d not in __kmp_threads", lwp, gtid)
+	}
+	return tt.refs[pos], nil
+}
+
+// stateTracking reports whether the runtime tracks thread states and task
+// frames (ompd_state nonzero, as OMP_DEBUG=enabled makes it).
+func (s *stop) stateTracking() (bool, error) {
+	return s.tracking.get(func() (bool, error) {
+		if s.rt.l.source != omprt.LayoutOMPDTables {
+			return false, nil // no OMPD support: no ompd_state, no tracking for debuggers
+		}
+		v, err := s.rt.global("ompd_state", 8, false)
+		return v != 0, err
+	})
+}
+
+// StateTracking reports whether the runtime tracks thread states.
+func (rt *Runtime) StateTracking() (bool, error) { return rt.stop().stateTracking() }
+
+// Thread returns the thread's record.
+func (rt *Runtime) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {
+	s := rt.stop()
+	tt, err := s.table()
+	if err != nil {
+		return nil, err
+	}
+	pos, err := tt.position(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.threads.Get(pos, func(pos int32) *omprt.ThreadData { return s.decodeThread(tt, pos) }), nil
+}
+
+// decodeThread decodes the kmp_info_t of the thread at pos in the table.
+func (s *stop) decodeThread(tt *threadTable, pos int32) *omprt.ThreadData {
+	l := s.rt.l
+	r := tt.refs[pos]
+	d := &omprt.ThreadData{Ref: r}
+	if err := tt.errs[pos]; err != nil {
+		d.Err = err
+		return d
+	}
+	v := tt.infos[pos]
+	d.Pthread = v.F(l.thThread)
+	if o := s.osThreads(); o.err != nil {
+		d.LWPErr = o.err
+	} else if lwp, ok := o.lwpByPth[d.Pthread]; ok && d.Pthread != 0 {
+		d.LWP = lwp
+	} else {
+		d.LWPErr = errorf(ErrUnavailable, "%v: pthread %#x matches no OS thread of the target", omprt.ThreadName(r), d.Pthread)
+	}
+	d.Num = int(v.FI(l.thTid))
+	if on, err := s.stateTracking(); err != nil {
+		d.StateErr = err
+	} else if !on {
+		d.StateErr = errorf(ErrNeedsStateTracking, "%v: state", omprt.ThreadName(r))
+	} else {
+		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
+	}
+	// The innermost region: the thread's team, at its innermost level.
+	if team := v.F(l.thTeam); team == 0 {
+		d.RegionErr = errorf(ErrUnavailable, "%v is in no team (idle in the thread pool)", omprt.ThreadName(r))
+	} else if tm := s.team(team); tm.err != nil {
+		d.RegionErr = tm.err
+	} else {
+		d.Region = omprt.Ref{Addr: team, Level: tm.level}
+		// Thread numbers are bounded by the team's size.
+		if d.Num < 0 || d.Num >= int(tm.nproc) {
+			d.NumErr = errorf(ErrCorrupt, "%v: thread number %d in a team of %d", omprt.ThreadName(r), d.Num, tm.nproc)
+			d.Num = 0
+		}
+	}
+	if td := v.F(l.thCurrentTask); td == 0 {
+		d.TaskErr = errorf(ErrUnavailable, "%v has no current task", omprt.ThreadName(r))
+	} else {
+		d.Task, d.TaskErr = s.taskRef(td)
+	}
+	return d
+}

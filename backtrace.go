@@ -1,0 +1,346 @@
+package ompd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/unwind"
+	"github.com/ompd-go/ompd/target"
+)
+
+// Frame is one call frame of a thread's backtrace, placed in the thread's
+// OpenMP tasks and regions.
+type Frame struct {
+	// Index is the frame's number, 0 for the innermost (gdb's #N).
+	Index int
+	// PC is the frame's program counter: for every frame but the
+	// innermost, the return address into it.
+	PC uint64
+	// CFA is the frame's canonical frame address, 0 if unknown.
+	CFA uint64
+	// Function is the function symbol holding the code, "" if unknown.
+	Function string
+	// File and Line are the source position of the code (of the call
+	// instruction for callers), "" and 0 without line information.
+	File string
+	Line int
+	// Object is the loaded object holding the code.
+	Object string
+	// Runtime is true for code of the OpenMP runtime library.
+	Runtime bool
+	// InRuntimeCall is true for a frame inside a call its task made into
+	// the runtime (inner to the task's enter frame): the runtime's own
+	// frames and those of the libraries it called, such as the C
+	// library's futex wait.
+	InRuntimeCall bool
+	// TaskIndex is the position, in Backtrace.Tasks, of the task the frame
+	// belongs to: the frames between a task's exit frame and its enter
+	// frame (as OMPD and OMPT define them) run that task's code; those
+	// inner to its enter frame, down to the next task's exit frame, are
+	// the runtime called by it. -1 when the frame belongs to no task of
+	// the chain (a worker's frames outside its implicit task), or when
+	// the tasks' frames are unknown.
+	TaskIndex int
+	// Folded is the number of runtime frames this frame stands for when
+	// the backtrace was made with FoldRuntime (1 or more), 0 otherwise.
+	Folded int
+}
+
+// BacktraceTask is one task of a thread's task chain as a backtrace places
+// frames in it.
+type BacktraceTask struct {
+	// Task is the task: the thread's current task first, then the tasks
+	// each interrupted (scheduling ancestors).
+	Task Task
+	// Level is the nesting level of the task's innermost parallel
+	// region, -1 if unknown.
+	Level int
+	// Frames are the task's exit and enter frames.
+	Frames Frames
+	// Entered is the runtime function the task's code called and has
+	// not returned from (the frame at its enter frame), "" when it runs
+	// its own code.
+	Entered string
+	// Wait says what that call waits in: "taskwait", "taskgroup",
+	// "barrier", "parallel" (a nested region the task started), or ""
+	// for other runtime calls.
+	Wait string
+}
+
+// Backtrace is a thread's call stack at the stop, placed in its tasks.
+type Backtrace struct {
+	// Thread is the OpenMP thread.
+	Thread Thread
+	// LWP is the kernel thread id whose registers were unwound.
+	LWP uint64
+	// Frames, innermost first.
+	Frames []Frame
+	// Tasks is the thread's task chain (see Frame.TaskIndex).
+	Tasks []BacktraceTask
+	// End is why the unwinding ended before the thread's outermost frame
+	// (unreadable stack, depth limit, corrupt stack), nil if it reached
+	// it.
+	End error
+	// PlaceErr says why frames could not be placed in tasks (for
+	// instance without state tracking the runtime keeps no task frames),
+	// nil if they were.
+	PlaceErr error
+}
+
+// BacktraceOption configures Thread.Backtrace.
+type BacktraceOption func(*btConfig)
+
+type btConfig struct {
+	maxFrames int
+	fold      bool
+}
+
+// MaxFrames bounds the number of frames unwound (256 by default).
+func MaxFrames(n int) BacktraceOption {
+	return func(c *btConfig) { c.maxFrames = n }
+}
+
+// FoldRuntime folds each run of consecutive frames of one task that are
+// runtime code or inside a runtime call (Frame.InRuntimeCall) into one
+// frame: the outermost of the run (the runtime function the program
+// called), with Folded counting the frames it stands for.
+func FoldRuntime() BacktraceOption {
+	return func(c *btConfig) { c.fold = true }
+}
+
+// maxTaskChain bounds the task chain a backtrace follows.
+const maxTaskChain = 1 << 10
+
+// Backtrace unwinds the thread's stack and places each frame in the task
+// and region it belongs to. It needs a target that reads registers
+// (target.RegisterReader; ErrUnsupported otherwise), and uses its
+// call-frame information (target.FrameUnwinder) and its symbols and line
+// tables (target.CodeLocator) when it has them. A stack that cannot be
+// unwound to its end is not an error: the frames found are returned with
+// End saying why the walk stopped.
+func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtrace, error) {
+	if t.as == nil {
+		return nil, errorf(ErrBadInput, "backtrace of the zero Thread")
+	}
+	var cfg btConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	lwp, err := t.OSThread(LWPID)
+	if err != nil {
+		return nil, err
+	}
+	tg := t.as.Target()
+	st, err := unwind.Thread(ctx, tg, lwp, unwind.Options{MaxDepth: cfg.maxFrames})
+	if err != nil {
+		if errors.Is(err, target.ErrUnsupported) {
+			return nil, wrapErr(ErrUnsupported, err, "%v: backtrace", t)
+		}
+		return nil, wrapErr(ErrReadFailed, err, "%v: backtrace", t)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bt := &Backtrace{Thread: t, LWP: lwp}
+	if !st.Complete() {
+		bt.End = st.End
+	}
+	loc, _ := tg.(target.CodeLocator)
+	rtObject := runtimeObject(tg, loc)
+	bt.Frames = make([]Frame, len(st.Frames))
+	for i, f := range st.Frames {
+		fr := Frame{Index: i, PC: f.PC, CFA: f.CFA, TaskIndex: -1}
+		if loc != nil {
+			if l, err := loc.LocateCode(f.LookupPC()); err == nil {
+				fr.Function, fr.File, fr.Line, fr.Object = l.Function, l.File, l.Line, l.Object
+				fr.Runtime = rtObject != "" && l.Object == rtObject
+			}
+		} else if s, ok := tg.(Symbolizer); ok {
+			fr.Function, _ = s.SymbolAt(f.LookupPC())
+		}
+		bt.Frames[i] = fr
+	}
+	bt.Tasks, bt.PlaceErr = t.taskChain()
+	bt.place(tg.Sizes().Pointer)
+	if cfg.fold {
+		bt.Frames = foldRuntime(bt.Frames)
+	}
+	return bt, nil
+}
+
+// runtimeObject is the object defining the OpenMP API, "" if unknown.
+func runtimeObject(tg target.Target, loc target.CodeLocator) string {
+	if loc == nil {
+		return ""
+	}
+	for _, name := range []string{"omp_get_thread_num", "omp_in_parallel"} {
+		if addr, err := tg.LookupSymbol(name); err == nil {
+			if l, err := loc.LocateCode(addr); err == nil {
+				return l.Object
+			}
+		}
+	}
+	return ""
+}
+
+// taskChain lists the thread's current task and its scheduling ancestors
+// with their frames.
+func (t Thread) taskChain() ([]BacktraceTask, error) {
+	tk, err := t.CurrentTask()
+	if err != nil {
+		return nil, err
+	}
+	var out []BacktraceTask
+	seen := map[Task]bool{}
+	for len(out) < maxTaskChain {
+		if seen[tk] {
+			return out, errorf(ErrCorrupt, "%v: task chain loops at %v", t, tk)
+		}
+		seen[tk] = true
+		bt := BacktraceTask{Task: tk, Level: -1}
+		if p, err := tk.Parallel(); err == nil {
+			if l, err := p.Level(); err == nil {
+				bt.Level = l
+			}
+		}
+		bt.Frames, err = tk.Frame()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, bt)
+		tk, err = tk.Scheduling()
+		if errors.Is(err, ErrUnavailable) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, errorf(ErrCorrupt, "%v: task chain longer than %d", t, maxTaskChain)
+}
+
+// cfaOf converts a task frame address to the CFA of the frame it names: a
+// frame pointer (__builtin_frame_address) sits two words below its
+// frame's CFA, where the call pushed the return address and the prologue
+// the caller's frame pointer.
+func cfaOf(fi FrameInfo, ptr int) uint64 {
+	if fi.Addr == 0 {
+		return 0
+	}
+	if fi.Flags&0x30 == FrameFramePointer {
+		return fi.Addr + 2*uint64(ptr)
+	}
+	return fi.Addr
+}
+
+// place assigns each frame its task: the first task of the chain (from
+// the current one outwards) whose exit frame is above the frame. A frame
+// at or inside the task's enter frame is the runtime called by the task.
+func (bt *Backtrace) place(ptr int) {
+	if len(bt.Tasks) == 0 {
+		return
+	}
+	i := 0
+	for k := range bt.Frames {
+		f := &bt.Frames[k]
+		if f.CFA == 0 {
+			break
+		}
+		for i < len(bt.Tasks) {
+			exit := cfaOf(bt.Tasks[i].Frames.Exit, ptr)
+			if exit == 0 || f.CFA < exit {
+				break
+			}
+			i++
+		}
+		if i == len(bt.Tasks) {
+			break
+		}
+		f.TaskIndex = i
+		if inRuntime(f.CFA, bt.Tasks[i].Frames.Enter, ptr) {
+			f.InRuntimeCall = true
+			// The runtime called by the task: the outermost such frame
+			// is the call the task made.
+			bt.Tasks[i].Entered = f.Function
+			bt.Tasks[i].Wait = waitKind(f.Function)
+		}
+	}
+}
+
+// inRuntime reports whether a frame of a task with the given enter frame
+// runs the runtime the task called: a frame inner to the enter frame, or
+// the enter frame itself when it is the runtime's (an enter frame flagged
+// application is the task's own frame that called the runtime).
+func inRuntime(cfa uint64, enter FrameInfo, ptr int) bool {
+	e := cfaOf(enter, ptr)
+	if e == 0 {
+		return false
+	}
+	if enter.Flags&FrameApplication != 0 {
+		return cfa < e
+	}
+	return cfa <= e
+}
+
+// waitKind classifies the runtime entry point a task called.
+func waitKind(fn string) string {
+	l := strings.ToLower(fn)
+	switch {
+	case strings.Contains(l, "taskwait"):
+		return "taskwait"
+	case strings.Contains(l, "taskgroup"):
+		return "taskgroup"
+	case strings.Contains(l, "barrier"):
+		return "barrier"
+	case strings.Contains(l, "fork_call"), strings.Contains(l, "gomp_parallel"):
+		return "parallel"
+	}
+	return ""
+}
+
+// foldRuntime folds runs of runtime frames of one task into their
+// outermost frame.
+func foldRuntime(frames []Frame) []Frame {
+	out := frames[:0:0]
+	for i := 0; i < len(frames); {
+		j := i + 1
+		foldable := func(f *Frame) bool { return f.Runtime || f.InRuntimeCall }
+		if foldable(&frames[i]) {
+			for j < len(frames) && foldable(&frames[j]) && frames[j].TaskIndex == frames[i].TaskIndex {
+				j++
+			}
+			f := frames[j-1]
+			f.Folded = j - i
+			out = append(out, f)
+		} else {
+			out = append(out, frames[i])
+		}
+		i = j
+	}
+	return out
+}
+
+// Task returns the task the frame belongs to, and false if none.
+func (bt *Backtrace) Task(f Frame) (BacktraceTask, bool) {
+	if f.TaskIndex < 0 || f.TaskIndex >= len(bt.Tasks) {
+		return BacktraceTask{}, false
+	}
+	return bt.Tasks[f.TaskIndex], true
+}
+
+// String formats the frame as gdb does: "#N  0xPC in function (file:line)".
+func (f Frame) String() string {
+	fn := f.Function
+	if fn == "" {
+		fn = "??"
+	}
+	s := fmt.Sprintf("#%-2d 0x%016x in %s", f.Index, f.PC, fn)
+	if f.File != "" {
+		s += fmt.Sprintf(" (%s:%d)", f.File, f.Line)
+	} else if f.Object != "" {
+		s += " from " + f.Object
+	}
+	return s
+}

@@ -1,0 +1,173 @@
+package ompd_test
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+)
+
+// gdbFrame is one physical frame of gdb's backtrace (with the inline
+// frames gdb shows for it folded in: the first one names the position).
+type gdbFrame struct {
+	pc       uint64 // 0 when gdb did not print it (frame #0 at a line's start)
+	function string // of the innermost inline frame
+	file     string
+	line     int
+	inlined  bool // gdb showed more than one frame for this PC
+}
+
+var (
+	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*LWP (\d+)\)\)?:$`)
+	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*?\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
+)
+
+// gdbBacktraces runs gdb's "thread apply all bt" on the core and returns
+// the physical frames of each thread by LWP.
+func gdbBacktraces(t *testing.T, exe, corePath string) map[uint64][]gdbFrame {
+	t.Helper()
+	fixtures.RequireTool(t, "gdb")
+	out, err := exec.Command("gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "set width 0",
+		"-ex", "thread apply all bt", exe, corePath).CombinedOutput()
+	require.NoError(t, err, "gdb: %s", out)
+	res := map[uint64][]gdbFrame{}
+	var cur []gdbFrame
+	var lwp uint64
+	flush := func() {
+		if lwp != 0 {
+			res[lwp] = cur
+		}
+		cur, lwp = nil, 0
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
+			flush()
+			lwp, _ = strconv.ParseUint(m[1], 10, 64)
+			continue
+		}
+		m := gdbFrameRE.FindStringSubmatch(line)
+		if m == nil || lwp == 0 {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		f := gdbFrame{function: m[3], file: m[4]}
+		f.line, _ = strconv.Atoi(m[5])
+		if m[2] != "" {
+			f.pc, _ = strconv.ParseUint(m[2], 16, 64)
+		}
+		if n > 0 && m[2] == "" && len(cur) > 0 {
+			cur[len(cur)-1].inlined = true // an inline frame of the previous physical frame
+			continue
+		}
+		cur = append(cur, f)
+	}
+	flush()
+	return res
+}
+
+// TestBacktraceMatchesGDB unwinds every OpenMP thread of each fixture's
+// core and compares the frames with gdb's backtrace of the same core:
+// the same program counters, frame by frame, and for the program's own
+// frames the same file, line and (where gdb shows no inlining) function;
+// then it checks the placement of frames in tasks and regions against the
+// programs' truth.
+func TestBacktraceMatchesGDB(t *testing.T) {
+	for _, c := range fixtureCases("8") {
+		t.Run(c.String(), func(t *testing.T) {
+			stop, as := openCore(t, c.name, c.args...)
+			gdb := gdbBacktraces(t, stop.Exe, stop.Core)
+			bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
+			require.Len(t, bts, len(stop.Truth.Threads))
+			for tid, bt := range bts {
+				want := gdb[uint64(tid)]
+				require.NotEmpty(t, want, "gdb shows thread %d", tid)
+				// gdb adds virtual frames for tail calls it infers from
+				// call-site information (no frame on the stack): skip up
+				// to two gdb frames of other code than the program's.
+				// gdb stops at main; the walk goes on to _start.
+				own, skipped, i := 0, 0, 0
+				for _, g := range want {
+					if i >= len(bt.Frames) {
+						t.Errorf("thread %d: walk ended before gdb's frame %+v", tid, g)
+						break
+					}
+					f := bt.Frames[i]
+					if g.pc != 0 && g.pc != f.PC && !fixtureSource(g.file) && skipped < 2 {
+						t.Logf("thread %d: skipping gdb's frame %+v (a tail-call frame?)", tid, g)
+						skipped++
+						continue
+					}
+					i++
+					if g.pc != 0 {
+						assert.Equal(t, g.pc, f.PC, "thread %d frame %d (%s)", tid, f.Index, g.function)
+					}
+					if !fixtureSource(g.file) {
+						continue
+					}
+					own++
+					assert.Equal(t, g.file, f.File, "thread %d frame %d", tid, f.Index)
+					assert.Equal(t, g.line, f.Line, "thread %d frame %d", tid, f.Index)
+					if !g.inlined {
+						assert.Equal(t, g.function, f.Function, "thread %d frame %d", tid, f.Index)
+					}
+				}
+				if i < len(bt.Frames) {
+					assert.Equal(t, "main", want[len(want)-1].function, "thread %d: frames past gdb's last", tid)
+				}
+				assert.Positive(t, own, "thread %d reaches the program's own frames", tid)
+			}
+		})
+	}
+}
+
+// TestBacktraceFoldRuntime folds runtime frames: no two consecutive
+// runtime frames of one task remain, and the folded frame is the runtime
+// function the program called.
+func TestBacktraceFoldRuntime(t *testing.T) {
+	stop, as := openCore(t, fixtures.Nested)
+	for _, tt := range stop.Truth.ThreadsWithRole(fixtures.RoleBarrier) {
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+		require.NoError(t, err)
+		full, err := th.Backtrace(context.Background())
+		require.NoError(t, err)
+		bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+		require.NoError(t, err)
+		assert.Less(t, len(bt.Frames), len(full.Frames))
+		n := 0
+		for i, f := range bt.Frames {
+			if f.Runtime || f.InRuntimeCall {
+				assert.Positive(t, f.Folded)
+				n += f.Folded
+				if i > 0 {
+					p := bt.Frames[i-1]
+					assert.False(t, (p.Runtime || p.InRuntimeCall) && p.TaskIndex == f.TaskIndex, "%v", f)
+				}
+			} else {
+				assert.Zero(t, f.Folded)
+				n++
+			}
+		}
+		assert.Equal(t, len(full.Frames), n, "folded frames stand for all frames")
+		assert.Equal(t, "__kmpc_barrier", bt.Frames[0].Function, "the barrier call, folded")
+		assert.Equal(t, "barrier", bt.Tasks[0].Wait)
+		assert.Equal(t, "__kmpc_barrier", bt.Tasks[0].Entered)
+	}
+}
+
+func fixtureSource(file string) bool {
+	return filepath.Base(filepath.Dir(file)) == "testdata"
+}

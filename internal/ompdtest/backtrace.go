@@ -1,0 +1,107 @@
+package ompdtest
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+)
+
+// CheckBacktraces checks every truth thread's backtrace against what the
+// program recorded: the walk reaches the thread's outermost frame, the
+// frame that recorded the thread's truth (its __builtin_frame_address(0)
+// is two words below the frame's CFA) is in the fixture's own source and
+// placed in the thread's current task at the recorded nesting level; on
+// the tasks fixture, each task's body frame is placed in that task (by its
+// depth below the thread's current task) and the tasks suspended in a
+// taskwait say so; threads in a barrier show their current task waiting
+// in one. It returns the backtraces by thread id.
+func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) map[int]*ompd.Backtrace {
+	t.Helper()
+	ptr := uint64(as.Target().Sizes().Pointer)
+	out := map[int]*ompd.Backtrace{}
+	for _, tt := range truth.Threads {
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+		require.NoError(t, err, "thread %d", tt.TID)
+		bt, err := th.Backtrace(context.Background())
+		require.NoError(t, err, "thread %d", tt.TID)
+		out[tt.TID] = bt
+		assert.NoError(t, bt.End, "thread %d: the walk reaches the outermost frame", tt.TID)
+		require.NoError(t, bt.PlaceErr, "thread %d: frames placed in tasks", tt.TID)
+		require.NotEmpty(t, bt.Tasks, "thread %d", tt.TID)
+
+		frame, err := fixtures.ParseHex(tt.Frame)
+		require.NoError(t, err)
+		f, ok := frameAt(bt, frame+2*ptr)
+		if assert.True(t, ok, "thread %d (%s): a frame with CFA %#x", tt.TID, tt.Role, frame+2*ptr) {
+			assert.True(t, fixtureSource(f.File), "thread %d: frame %v is in the fixture's source", tt.TID, f)
+			assert.Positive(t, f.Line, "thread %d: frame %v has a line", tt.TID, f)
+			assert.False(t, f.Runtime, "thread %d: frame %v is the program's", tt.TID, f)
+			assert.Equal(t, 0, f.TaskIndex, "thread %d: frame %v is in the current task", tt.TID, f)
+			if tk, ok := bt.Task(f); ok {
+				assert.Equal(t, tt.Level, tk.Level, "thread %d: level of the frame's task", tt.TID)
+			}
+		}
+		if tt.Role == fixtures.RoleBarrier {
+			assert.Equal(t, "barrier", bt.Tasks[0].Wait, "thread %d waits in a barrier: %+v", tt.TID, bt.Tasks[0])
+		}
+		// Frames in the program's source are never runtime frames, and
+		// task indexes never decrease outwards.
+		last := 0
+		for _, f := range bt.Frames {
+			if fixtureSource(f.File) {
+				assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
+			}
+			if f.TaskIndex >= 0 {
+				assert.GreaterOrEqual(t, f.TaskIndex, last, "thread %d: %v", tt.TID, f)
+				last = f.TaskIndex
+			}
+		}
+	}
+	// Explicit task chains (tasks fixture).
+	current := map[int]int{} // tid -> depth of the current task
+	for _, tk := range truth.Tasks {
+		if tk.Current {
+			current[tk.TID] = tk.Depth
+		}
+	}
+	for _, tk := range truth.Tasks {
+		bt := out[tk.TID]
+		cur, ok := current[tk.TID]
+		if bt == nil || !ok {
+			continue
+		}
+		frame, err := fixtures.ParseHex(tk.Frame)
+		require.NoError(t, err)
+		f, ok := frameAt(bt, frame+2*ptr)
+		if !assert.True(t, ok, "task %s: a frame with CFA %#x", tk.Label, frame+2*ptr) {
+			continue
+		}
+		assert.Equal(t, cur-tk.Depth, f.TaskIndex, "task %s: frame %v placed by depth", tk.Label, f)
+		if btk, ok := bt.Task(f); ok && tk.InTaskwait {
+			assert.Equal(t, "taskwait", btk.Wait, "task %s waits in a taskwait: %+v", tk.Label, btk)
+		}
+	}
+	return out
+}
+
+func frameAt(bt *ompd.Backtrace, cfa uint64) (ompd.Frame, bool) {
+	for _, f := range bt.Frames {
+		if f.CFA == cfa {
+			return f, true
+		}
+	}
+	return ompd.Frame{}, false
+}
+
+// fixtureSource reports whether file is one of the fixtures' sources.
+func fixtureSource(file string) bool {
+	dir := filepath.Base(filepath.Dir(file))
+	return dir == "testdata" && (strings.HasSuffix(file, ".c") || strings.HasSuffix(file, ".h"))
+}

@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/go-delve/delve v1.27.2
+	github.com/klauspost/compress v1.18.0
 	github.com/stretchr/testify v1.12.1
 )
 

@@ -22,7 +22,7 @@
 # variant (made before the second existed) gets the second built from the
 # source tree kept in work/src, without rebuilding the first.
 #
-# It installs what it needs with apt-get (cmake, clang-19, ninja-build, gdb,
+# It installs what it needs with apt-get (cmake, clang-19, ninja-build, gdb, zstd,
 # xz-utils) and fetches the source with `apt-get source` from the deb-src
 # counterparts of this machine's own apt sources (no mirror is named here).
 # The upstream tarball is checked against a pinned SHA-256.
@@ -48,7 +48,7 @@ fi
 log() { echo "build-runtime: $*" >&2; }
 
 need_pkgs=()
-for p in cmake ninja-build clang-19 gdb xz-utils dpkg-dev; do
+for p in cmake ninja-build clang-19 gdb xz-utils dpkg-dev zstd; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if ((${#need_pkgs[@]})); then

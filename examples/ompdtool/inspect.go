@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/summary"
@@ -65,7 +67,7 @@ func byteCount(n int64) string {
 
 // coreOptions are the target/core options the flags ask for.
 func (o *options) coreOptions(ctx context.Context) []core.Option {
-	opts := []core.Option{core.WithDebuginfod(o.debuginfod()), core.WithDebugContext(ctx)}
+	opts := []core.Option{core.WithDebuginfod(o.debuginfod()), core.WithDebugContext(ctx), core.WithContext(ctx)}
 	if len(o.debugDirs) > 0 {
 		opts = append(opts, core.WithDebugDirs(o.debugDirs...))
 	}
@@ -86,7 +88,7 @@ func runCore(ctx context.Context, o *options, args []string, out io.Writer) erro
 	}
 	exe, cores := args[0], args[1:]
 	if len(cores) == 1 {
-		c, err := core.Open(exe, cores[0], o.coreOptions(ctx)...)
+		c, err := o.openCore(ctx, exe, cores[0])
 		if err != nil {
 			return err
 		}
@@ -142,9 +144,22 @@ type rankError struct {
 	Error string `json:"error"`
 }
 
+// openCore opens a core file, saying so if it is compressed (decompressing
+// a large one takes a while).
+func (o *options) openCore(ctx context.Context, exe, path string) (*core.Core, error) {
+	if strings.HasSuffix(path, ".zst") {
+		size := "size unknown"
+		if st, err := os.Stat(path); err == nil {
+			size = byteCount(st.Size())
+		}
+		o.progressf("decompressing %s (%s) to a temporary file", path, size)
+	}
+	return core.Open(exe, path, o.coreOptions(ctx)...)
+}
+
 // readCore reads the snapshot of one core file, and its summary as rank.
 func (o *options) readCore(ctx context.Context, exe, path string, rank int) (*ompd.Snapshot, *summary.Summary, error) {
-	c, err := core.Open(exe, path, o.coreOptions(ctx)...)
+	c, err := o.openCore(ctx, exe, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -111,4 +112,19 @@ func TestCoreRanks(t *testing.T) {
 	assert.Contains(t, out, "=== rank 0: "+four.Core)
 	assert.Contains(t, out, "=== rank 1: "+eight.Core)
 	assert.Equal(t, 2, strings.Count(out, "Display control variables:"))
+}
+
+// TestZstdCore: a core compressed as systemd-coredump keeps them is read
+// as it is, saying so on standard error.
+func TestZstdCore(t *testing.T) {
+	fixtures.Runtime(t)
+	fixtures.RequireTool(t, "zstd")
+	stop := fixtures.Core(t, fixtures.Nested)
+	zst := filepath.Join(t.TempDir(), "core.nested.zst")
+	out, err := exec.Command("zstd", "-q", "-o", zst, stop.Core).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	code, text, errOut := execTool(context.Background(), "core", stop.Exe, zst)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, text, "6 threads in 3 groups:")
+	assert.Contains(t, errOut, "decompressing "+zst)
 }

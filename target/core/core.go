@@ -20,6 +20,11 @@
 // first time a lookup needs what the object lacks, not in Open. A debug file
 // of another build is refused.
 //
+// A core compressed with zstd, as systemd-coredump keeps them (.zst), is
+// opened as it is: Open streams it into an unlinked temporary file
+// (WithTempDir says where) and reads that, so the core is never held in
+// memory; WithContext bounds the decompression.
+//
 // A Core is read-only and safe for concurrent use.
 package core
 
@@ -58,6 +63,9 @@ type config struct {
 	debuginfod    *DebuginfodClient
 	debuginfodEnv bool
 	debugCtx      context.Context
+
+	openCtx context.Context // nil: context.Background()
+	tempDir string
 }
 
 // Errors of the search for separate debug files (see ObjectInfo.DebugErr).
@@ -255,6 +263,12 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)
 	}
+	df, err := decompressed(f, &cfg)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	f = df
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()

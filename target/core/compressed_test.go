@@ -1,0 +1,146 @@
+package core_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// zstdCLI compresses src with the zstd command, as systemd-coredump
+// stores cores (it uses libzstd's defaults).
+func zstdCLI(t *testing.T, src string) string {
+	t.Helper()
+	fixtures.RequireTool(t, "zstd")
+	dst := filepath.Join(t.TempDir(), "core.prog.0.boot.1234.1700000000000000.zst")
+	out, err := exec.Command("zstd", "-q", "-T1", "-o", dst, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dst
+}
+
+// TestZstdCore opens a real core compressed by the zstd command and reads
+// it as the uncompressed one: every answer matches the program's truth,
+// and every thread's memory at its stack pointer is the same.
+func TestZstdCore(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Nested)
+	zst := zstdCLI(t, stop.Core)
+	c, err := core.Open(stop.Exe, zst, core.WithTempDir(t.TempDir()))
+	require.NoError(t, err)
+	defer c.Close()
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	ompdtest.CheckTruth(t, as, stop.Truth)
+
+	plain, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer plain.Close()
+	a, err := c.Threads()
+	require.NoError(t, err)
+	b, err := plain.Threads()
+	require.NoError(t, err)
+	require.Equal(t, b, a)
+	for _, th := range a {
+		sym, err := c.LookupSymbol("stopme")
+		require.NoError(t, err)
+		for _, addr := range []uint64{th.Pointer, sym} {
+			x, y := make([]byte, 256), make([]byte, 256)
+			require.NoError(t, c.ReadMemory(x, addr))
+			require.NoError(t, plain.ReadMemory(y, addr))
+			assert.Equal(t, y, x)
+		}
+	}
+}
+
+// TestZstdCoreStreamed: a large core (256 threads) compressed with the Go
+// library, in several frames, is decompressed to a file, not into memory:
+// Open allocates far less than the core's size, and leaves no file in the
+// temporary directory.
+func TestZstdCoreStreamed(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Many, "256")
+	st, err := os.Stat(stop.Core)
+	require.NoError(t, err)
+	dst := filepath.Join(t.TempDir(), "core.zst")
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	in, err := os.Open(stop.Core)
+	require.NoError(t, err)
+	defer in.Close()
+	// Two frames: the decoder must go on past the first.
+	half := st.Size() / 2
+	for _, r := range []io.Reader{io.LimitReader(in, half), in} {
+		enc, err := zstd.NewWriter(out, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		require.NoError(t, err)
+		_, err = io.Copy(enc, r)
+		require.NoError(t, err)
+		require.NoError(t, enc.Close())
+	}
+	require.NoError(t, out.Close())
+
+	tmp := t.TempDir()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c, err := core.Open(stop.Exe, dst, core.WithTempDir(tmp))
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	defer c.Close()
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("core %d bytes, Open allocated %d bytes", st.Size(), alloc)
+	assert.Less(t, alloc, uint64(st.Size()/4), "Open must not hold the core in memory")
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the decompressed file is unlinked")
+
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	ompdtest.CheckTruth(t, as, stop.Truth)
+}
+
+// TestCompressedCoreErrors: a truncated zstd core, a cancelled Open, and
+// cores compressed in formats this package does not read fail with errors
+// that say so.
+func TestCompressedCoreErrors(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Nested)
+	zst := zstdCLI(t, stop.Core)
+	data, err := os.ReadFile(zst)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+
+	_, err = core.Open(stop.Exe, write("cut.zst", data[:len(data)/2]), core.WithTempDir(dir))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "decompressing")
+	assert.Contains(t, err.Error(), "cut.zst")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = core.Open(stop.Exe, zst, core.WithContext(ctx), core.WithTempDir(dir))
+	assert.ErrorIs(t, err, context.Canceled)
+
+	_, err = core.Open(stop.Exe, write("core.xz", []byte("\xfd7zXZ\x00rest")))
+	assert.ErrorContains(t, err, "compressed with xz")
+	_, err = core.Open(stop.Exe, write("core.lz4", []byte("\x04\x22\x4d\x18rest")))
+	assert.ErrorContains(t, err, "compressed with lz4")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 3, "no temporary file left behind")
+}

@@ -1,0 +1,692 @@
+package core
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+)
+
+// The mutation harness: seeded, deterministic corruptions of the fixtures'
+// real cores (truncations; bytes of the ELF header, the program headers,
+// the notes, the NT_FILE list; and bytes of the runtime memory that the
+// library reads: the OMPD tables and other runtime globals, the
+// __kmp_threads table, kmp_info_t, teams, tasks), each one opened and
+// walked through the whole API. For every mutation: no panic, every call
+// returns within mutationDeadline, allocation stays under mutationAllocs,
+// every error matches one of the package's sentinels, and every answer
+// keeps the invariants of checkSnapshot and walkRegions.
+//
+// OMPD_GO_MUTATIONS sets how many mutations run (default
+// defaultMutations, spread over the fixtures), or for how long if it is a
+// duration ("30m"); OMPD_GO_MUTATIONS_SEED changes the seed (default 1).
+// A failure names its fixture, seed and mutation; add it to
+// mutationRegressions so that it stays fixed.
+
+const (
+	defaultMutations = 3000
+	mutationDeadline = 60 * time.Second
+	mutationAllocs   = 1 << 30 // bytes allocated by one mutation's walk
+	// walkLimit bounds the harness's own walks of handle chains: an
+	// Enclosing or Generating chain longer than this is endless.
+	walkLimit = 10000
+)
+
+// pendingInvariants are the invariants whose failures the harness reports
+// (in the test log, with a reproducer) but does not fail on yet, each with
+// the fix it waits for. They are the walk invariants of issue 15 (items 2,
+// 3, 4, 9), which the per-stop decode of the runtime boundary fixes; an
+// entry goes when that lands.
+var pendingInvariants = map[string]string{
+	"level>=0":       "issue 15 item 2: negative team levels are walked",
+	"levels fall":    "issue 15 item 2/4: levels that do not fall are walked",
+	"active<=level":  "issue 15 item 4: active levels above the level",
+	"team size>=1":   "issue 15 item 9: team sizes not checked",
+	"num<size":       "issue 15 item 9: thread numbers not checked against team sizes",
+	"walk ends":      "issue 15 item 3: cycles in region and task chains",
+	"team size<=max": "issue 15 item 9: team sizes not bounded by the thread table",
+}
+
+// mutationRegressions are mutations that once failed (fixture, seed,
+// index): they run on every test run.
+var mutationRegressions = []mutationID{}
+
+type mutationID struct {
+	fixture string
+	seed    uint64
+	index   int
+}
+
+// mutationFixtures are the fixture cores mutated, with their arguments.
+var mutationFixtures = []struct {
+	name string
+	args []string
+}{
+	{fixtures.Nested, nil},
+	{fixtures.Serialized, nil},
+	{fixtures.Tasks, nil},
+	{fixtures.ICVs, nil},
+	{fixtures.Many, []string{"4"}},
+}
+
+// overlay is a core file in memory with some bytes changed and possibly
+// cut short; base is shared by all mutations of a fixture.
+type overlay struct {
+	base    []byte
+	size    int64
+	patches []patch
+}
+
+type patch struct {
+	off  int64
+	data []byte
+}
+
+func (o *overlay) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	if off >= o.size {
+		return 0, io.EOF
+	}
+	n := copy(p, o.base[off:o.size])
+	for _, pt := range o.patches {
+		lo, hi := max(off, pt.off), min(off+int64(n), pt.off+int64(len(pt.data)))
+		if lo < hi {
+			copy(p[lo-off:hi-off], pt.data[lo-pt.off:hi-pt.off])
+		}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// withReader returns a Core that shares c's objects and mapped files but
+// reads the core file through r (which has c's headers and notes): a
+// mutation of runtime memory without opening everything again. It must
+// not be closed.
+func (c *Core) withReader(r io.ReaderAt) *Core {
+	m := &memory{layers: c.mem.layers}
+	l := make(layer, len(m.layers[layerCore]))
+	for i, rg := range m.layers[layerCore] {
+		if cs, ok := rg.src.(coreSource); ok {
+			rg.src = coreSource{r: r, off: cs.off}
+		}
+		l[i] = rg
+	}
+	m.layers[layerCore] = l
+	return &Core{r: r, d: c.d, mem: m, set: c.set, files: c.files, infos: c.infos, warnings: c.warnings, notLoaded: c.notLoaded}
+}
+
+// span is a range of the core file that a mutation may hit.
+type span struct {
+	off, size int64
+	addr      uint64 // run-time address of off, for memory spans
+}
+
+// mutator knows where things are in one fixture's core.
+type mutator struct {
+	name     string
+	exe      string
+	data     []byte
+	clean    *Core
+	regions  map[string][]span      // by kind, for memory mutations
+	kinds    []string               // sorted keys of regions
+	header   []span                 // ELF header, program headers, notes, NT_FILE
+	pointers []uint64               // addresses worth pointing at
+	fields   map[string][][2]uint64 // kind -> fields (offset, size) read
+}
+
+// newMutator opens the fixture's core, walks it once through a recorder,
+// and sorts what the walk read into kinds.
+func newMutator(t *testing.T, name string, args []string) *mutator {
+	stop := fixtures.Core(t, name, args...)
+	data, err := os.ReadFile(stop.Core)
+	require.NoError(t, err)
+	c, err := Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	m := &mutator{name: name, exe: stop.Exe, data: data, clean: c, regions: make(map[string][]span)}
+
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	require.Empty(t, walkAll(as), "the clean core breaks an invariant")
+
+	// The runtime's structures, found from its symbols and a walk of the
+	// clean core; sizes from its DWARF.
+	u64 := func(a uint64) uint64 {
+		var b [8]byte
+		require.NoError(t, c.ReadMemory(b[:], a))
+		return binary.LittleEndian.Uint64(b[:])
+	}
+	sym := func(s string) uint64 {
+		a, err := c.LookupSymbol(s)
+		require.NoError(t, err, s)
+		return a
+	}
+	size := func(typ string) uint64 {
+		n, err := c.TypeSize(typ)
+		require.NoError(t, err, typ)
+		return n
+	}
+	add := func(kind string, addr, n uint64) {
+		if off, ok := m.fileOffset(addr, n); ok && n > 0 {
+			m.regions[kind] = append(m.regions[kind], span{off: off, size: int64(n), addr: addr})
+			m.pointers = append(m.pointers, addr)
+		}
+	}
+	threads := u64(sym("__kmp_threads"))
+	capacity := u64(sym("__kmp_threads_capacity")) & 0xffffffff
+	add("__kmp_threads", threads, 8*capacity)
+	for i := uint64(0); i < capacity; i++ {
+		if p := u64(threads + 8*i); p != 0 {
+			add("kmp_info_t", p, size("kmp_info_t"))
+		}
+	}
+	ths, err := as.Threads()
+	require.NoError(t, err)
+	teams, tasks := make(map[uint64]bool), make(map[uint64]bool)
+	for _, th := range ths {
+		for p, err := th.CurrentParallel(); err == nil; p, err = p.Enclosing() {
+			teams[p.Team()] = true
+		}
+		for tk, err := th.CurrentTask(); err == nil; tk, err = tk.Generating() {
+			tasks[tk.Addr()] = true
+		}
+	}
+	for a := range teams {
+		add("teams", a, size("kmp_team_t"))
+	}
+	for a := range tasks {
+		add("tasks", a, size("kmp_taskdata_t"))
+	}
+	for _, o := range c.set.Objects() {
+		if !strings.Contains(o.Path(), "libomp") {
+			continue
+		}
+		syms, err := o.File().Symbols()
+		require.NoError(t, err)
+		for _, s := range syms {
+			switch {
+			case strings.HasPrefix(s.Name, "ompd_access__"), strings.HasPrefix(s.Name, "ompd_sizeof__"):
+				add("OMPD tables", s.Value+o.Bias(), 8)
+			case strings.HasPrefix(s.Name, "__kmp") && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Size <= 4096:
+				add("runtime globals", s.Value+o.Bias(), s.Size)
+			}
+		}
+	}
+	// The fields the OMPD tables describe, as offsets into the structure
+	// that holds them, so that most mutations of a structure hit what the
+	// library reads.
+	fields := make(map[string][][2]uint64) // type -> (offset, size)
+	for _, o := range c.set.Objects() {
+		if !strings.Contains(o.Path(), "libomp") {
+			continue
+		}
+		syms, _ := o.File().Symbols()
+		for _, s := range syms {
+			typ, field, ok := strings.Cut(strings.TrimPrefix(s.Name, "ompd_access__"), "__")
+			if !ok || !strings.HasPrefix(s.Name, "ompd_access__") {
+				continue
+			}
+			off := u64(s.Value + o.Bias())
+			n, err := c.LookupSymbol("ompd_sizeof__" + typ + "__" + field)
+			sz := uint64(8)
+			if err == nil {
+				sz = max(1, min(8, u64(n)))
+			}
+			fields[typ] = append(fields[typ], [2]uint64{off, sz})
+		}
+	}
+	m.fields = map[string][][2]uint64{
+		"kmp_info_t": fields["kmp_base_info_t"],
+		"teams":      fields["kmp_base_team_t"],
+		"tasks":      fields["kmp_taskdata_t"],
+	}
+	for k, f := range m.fields {
+		require.NotEmpty(t, f, "fields of %s", k)
+		sort.Slice(f, func(i, j int) bool { return f[i][0] < f[j][0] || f[i][0] == f[j][0] && f[i][1] < f[j][1] })
+	}
+	for k, s := range m.regions {
+		sort.Slice(s, func(i, j int) bool { return s[i].off < s[j].off || s[i].off == s[j].off && s[i].size < s[j].size })
+		m.kinds = append(m.kinds, k)
+	}
+	sort.Strings(m.kinds)
+	sort.Slice(m.pointers, func(i, j int) bool { return m.pointers[i] < m.pointers[j] })
+	require.Len(t, m.kinds, 6, "kinds of runtime memory found in the core: %v", m.kinds)
+
+	// Headers: the ELF header, the program headers, each PT_NOTE and
+	// the NT_FILE note's descriptor.
+	le := binary.LittleEndian
+	phoff, phnum := int64(le.Uint64(data[32:])), int64(le.Uint16(data[56:]))
+	m.header = append(m.header, span{off: 0, size: 64}, span{off: phoff, size: phnum * 56})
+	for i := int64(0); i < phnum; i++ {
+		b := data[phoff+i*56:]
+		if elf.ProgType(le.Uint32(b)) == elf.PT_NOTE {
+			off, size := int64(le.Uint64(b[8:])), int64(le.Uint64(b[32:]))
+			m.header = append(m.header, span{off: off, size: size})
+			for pos := off; pos+12 <= off+size; {
+				namesz, descsz, typ := int64(le.Uint32(data[pos:])), int64(le.Uint32(data[pos+4:])), le.Uint32(data[pos+8:])
+				desc := pos + 12 + (namesz+3)&^3
+				if typ == ntFile {
+					m.header = append(m.header, span{off: desc, size: descsz})
+				}
+				pos = desc + (descsz+3)&^3
+			}
+		}
+	}
+	return m
+}
+
+// fileOffset returns the core file offset of [addr, addr+size) if the
+// core holds all of it.
+func (m *mutator) fileOffset(addr, size uint64) (int64, bool) {
+	for _, p := range m.clean.d.progs {
+		if p.typ == elf.PT_LOAD && addr >= p.vaddr && addr+size <= p.vaddr+p.filesz {
+			return int64(p.off + addr - p.vaddr), true
+		}
+	}
+	return 0, false
+}
+
+// mutation is one corruption of a core.
+type mutation struct {
+	id    mutationID
+	kind  string
+	what  string
+	full  bool // headers changed: open everything again
+	size  int64
+	patch []patch
+}
+
+func (mu *mutation) String() string {
+	return fmt.Sprintf("%s seed %d mutation %d: %s: %s", mu.id.fixture, mu.id.seed, mu.id.index, mu.kind, mu.what)
+}
+
+// interesting are values that break assumptions: signs, bounds, sizes.
+var interesting = []uint64{0, 1, 2, 0xff, 0x7fff, 0x8000, 0xffff, 65536, 1 << 20, 0x7fffffff, 0x80000000, 0xffffffff, 1 << 32, 1 << 62, ^uint64(0), ^uint64(0) - 1}
+
+// make returns mutation number id.index of the fixture: the same for the
+// same id, whatever ran before.
+func (m *mutator) make(id mutationID) *mutation {
+	h := fnv.New64a()
+	h.Write([]byte(id.fixture))
+	rng := rand.New(rand.NewPCG(id.seed^h.Sum64(), uint64(id.index)))
+	mu := &mutation{id: id, size: int64(len(m.data))}
+	pick := func(s []span) span { return s[rng.IntN(len(s))] }
+	switch r := rng.IntN(100); {
+	case r < 6: // truncation
+		mu.kind, mu.full = "truncation", true
+		switch rng.IntN(3) {
+		case 0: // in the headers and notes
+			h := pick(m.header)
+			mu.size = h.off + rng.Int64N(h.size+1)
+		case 1: // anywhere
+			mu.size = rng.Int64N(int64(len(m.data)))
+		default: // in memory that the walk reads
+			s := pick(m.regions[m.kinds[rng.IntN(len(m.kinds))]])
+			mu.size = s.off + rng.Int64N(s.size)
+		}
+		mu.what = fmt.Sprintf("cut to %d of %d bytes", mu.size, len(m.data))
+		return mu
+	case r < 18: // headers and notes
+		mu.full = true
+		h := rng.IntN(len(m.header))
+		mu.kind = [...]string{"ELF header", "program headers"}[min(h, 1)]
+		if h >= 2 {
+			mu.kind = "notes"
+			if h == len(m.header)-1 {
+				mu.kind = "NT_FILE"
+			}
+		}
+		m.corrupt(rng, mu, m.header[h])
+	default: // runtime memory
+		mu.kind = m.kinds[rng.IntN(len(m.kinds))]
+		s := pick(m.regions[mu.kind])
+		if f := m.fields[mu.kind]; len(f) > 0 && rng.IntN(4) != 0 {
+			// One of the fields the OMPD tables name.
+			fl := f[rng.IntN(len(f))]
+			if fl[0]+fl[1] <= uint64(s.size) {
+				s = span{off: s.off + int64(fl[0]), size: int64(fl[1]), addr: s.addr + fl[0]}
+			}
+		}
+		m.corrupt(rng, mu, s)
+	}
+	return mu
+}
+
+// corrupt adds to mu one change of the bytes of s: a flipped bit, random
+// bytes, an interesting value or a pointer to other runtime memory, at an
+// aligned or random place.
+func (m *mutator) corrupt(rng *rand.Rand, mu *mutation, s span) {
+	width := []int64{1, 2, 4, 8}[rng.IntN(4)]
+	if s.size <= 8 {
+		width = s.size // a field: all of it
+	}
+	width = min(width, s.size)
+	off := s.off + rng.Int64N(s.size-width+1)
+	if rng.IntN(2) == 0 {
+		off = s.off + (off-s.off)&^(width-1)
+	}
+	b := make([]byte, width)
+	copy(b, m.data[off:])
+	var how string
+	switch rng.IntN(4) {
+	case 0:
+		bit := rng.IntN(int(width) * 8)
+		b[bit/8] ^= 1 << (bit % 8)
+		how = fmt.Sprintf("bit %d flipped", bit)
+	case 1:
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		how = "random bytes"
+	case 2:
+		v := interesting[rng.IntN(len(interesting))]
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], v)
+		copy(b, w[:])
+		how = fmt.Sprintf("value %#x", v)
+	default:
+		v := m.pointers[rng.IntN(len(m.pointers))] + uint64(rng.IntN(4))*8
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], v)
+		copy(b, w[:])
+		how = fmt.Sprintf("pointer %#x", v)
+	}
+	mu.patch = append(mu.patch, patch{off: off, data: b})
+	where := fmt.Sprintf("file offset %#x", off)
+	if s.addr != 0 {
+		where += fmt.Sprintf(" (address %#x)", s.addr+uint64(off-s.off))
+	}
+	mu.what = fmt.Sprintf("%d bytes at %s: %s", width, where, how)
+}
+
+// run opens and walks the mutated core and returns what broke, nil if
+// nothing did.
+func (m *mutator) run(mu *mutation) []string {
+	ov := &overlay{base: m.data, size: mu.size, patches: mu.patch}
+	var c *Core
+	if mu.full {
+		cfg := &config{}
+		var err error
+		c, err = newCore(ov, mu.size, cfg)
+		if err != nil {
+			return nil // refused: the error is the answer
+		}
+		defer c.Close()
+		if err := c.loadObjects(cfg, m.exe); err != nil {
+			return nil
+		}
+	} else {
+		c = m.clean.withReader(ov)
+	}
+	as, err := ompd.Open(c)
+	if err != nil {
+		return sentinelProblems("open", err)
+	}
+	defer as.Close()
+	return walkAll(as)
+}
+
+// sentinels are the errors every error of package ompd must match.
+var sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInput, ompd.ErrUnsupported,
+	ompd.ErrNeedsStateTracking, ompd.ErrIncompatible, ompd.ErrReadFailed, ompd.ErrWriteFailed, ompd.ErrCorrupt}
+
+func sentinelProblems(what string, err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	if strings.Contains(err.Error(), "\n") {
+		out = append(out, fmt.Sprintf("%s: error with a newline: %q", what, err))
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return out
+		}
+	}
+	return append(out, fmt.Sprintf("%s: error matches no sentinel: %v", what, err))
+}
+
+// walkAll takes a Snapshot and walks every thread's regions and tasks
+// itself, and returns the broken invariants.
+func walkAll(as *ompd.AddressSpace) []string {
+	var out []string
+	snap, err := as.Snapshot(context.Background())
+	out = append(out, sentinelProblems("snapshot", err)...)
+	if err == nil {
+		out = append(out, checkSnapshot(snap)...)
+	}
+	ths, err := as.Threads()
+	out = append(out, sentinelProblems("threads", err)...)
+	for _, th := range ths {
+		out = append(out, walkRegions(th)...)
+		out = append(out, walkTasks(th)...)
+	}
+	return out
+}
+
+// checkSnapshot checks what a Snapshot says about each thread: region
+// levels are >= 0 and fall strictly from the innermost region outwards,
+// active levels lie in [0, level], team sizes are >= 1 and the thread's
+// number is below its team's size.
+func checkSnapshot(s *ompd.Snapshot) []string {
+	var out []string
+	for _, e := range s.Errors {
+		if strings.Contains(e, "\n") {
+			out = append(out, fmt.Sprintf("snapshot error with a newline: %q", e))
+		}
+	}
+	for _, th := range s.Threads {
+		for i, p := range th.Parallel {
+			if p.Level < 0 {
+				out = append(out, fmt.Sprintf("invariant level>=0: thread %s region %d has level %d", th.ID, i, p.Level))
+			}
+			if i > 0 && p.Level >= th.Parallel[i-1].Level {
+				out = append(out, fmt.Sprintf("invariant levels fall: thread %s region %d has level %d, inside one of level %d", th.ID, i, p.Level, th.Parallel[i-1].Level))
+			}
+			if p.ActiveLevel < 0 || p.ActiveLevel > p.Level {
+				out = append(out, fmt.Sprintf("invariant active<=level: thread %s region %d has active level %d at level %d", th.ID, i, p.ActiveLevel, p.Level))
+			}
+			if p.NumThreads < 1 {
+				out = append(out, fmt.Sprintf("invariant team size>=1: thread %s region %d has %d threads", th.ID, i, p.NumThreads))
+			}
+		}
+		if len(th.Parallel) > 0 && th.Num >= th.Parallel[0].NumThreads {
+			out = append(out, fmt.Sprintf("invariant num<size: thread %s is number %d in a team of %d", th.ID, th.Num, th.Parallel[0].NumThreads))
+		}
+	}
+	return out
+}
+
+// walkRegions follows Enclosing from the thread's current region and
+// checks the same invariants on the handles, and that the walk ends.
+func walkRegions(th ompd.Thread) []string {
+	var out []string
+	p, err := th.CurrentParallel()
+	prev := -1
+	for n := 0; err == nil; n++ {
+		if n == walkLimit {
+			return append(out, fmt.Sprintf("invariant walk ends: thread %v: Enclosing still answers after %d steps", th, n))
+		}
+		lvl, lerr := p.Level()
+		act, aerr := p.ActiveLevel()
+		out = append(out, sentinelProblems("level", lerr)...)
+		out = append(out, sentinelProblems("active level", aerr)...)
+		if lerr == nil {
+			if lvl < 0 {
+				out = append(out, fmt.Sprintf("invariant level>=0: thread %v: Enclosing step %d at level %d", th, n, lvl))
+				break
+			}
+			if prev >= 0 && lvl >= prev {
+				out = append(out, fmt.Sprintf("invariant levels fall: thread %v: Enclosing step %d at level %d after %d", th, n, lvl, prev))
+				break
+			}
+			if aerr == nil && (act < 0 || act > lvl) {
+				out = append(out, fmt.Sprintf("invariant active<=level: thread %v: Enclosing step %d active level %d at level %d", th, n, act, lvl))
+			}
+			prev = lvl
+		}
+		p, err = p.Enclosing()
+	}
+	return append(out, sentinelProblems("enclosing", err)...)
+}
+
+// walkTasks follows Generating from the thread's current task: the walk
+// must end.
+func walkTasks(th ompd.Thread) []string {
+	tk, err := th.CurrentTask()
+	for n := 0; err == nil; n++ {
+		if n == walkLimit {
+			return []string{fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)}
+		}
+		tk, err = tk.Generating()
+	}
+	return sentinelProblems("generating", err)
+}
+
+// mutationBudget reads OMPD_GO_MUTATIONS: a count, or a duration.
+func mutationBudget(t *testing.T) (int, time.Duration) {
+	v := os.Getenv("OMPD_GO_MUTATIONS")
+	if v == "" {
+		return defaultMutations, 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return n, 0
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(t, err, "OMPD_GO_MUTATIONS is neither a count nor a duration")
+	return 0, d
+}
+
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestMutatedCores runs the mutation harness (see the top of this file).
+func TestMutatedCores(t *testing.T) {
+	count, dur := mutationBudget(t)
+	seed := uint64(1)
+	if v := os.Getenv("OMPD_GO_MUTATIONS_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "OMPD_GO_MUTATIONS_SEED")
+	}
+	muts := make(map[string]*mutator)
+	for _, f := range mutationFixtures {
+		muts[f.name] = newMutator(t, f.name, f.args)
+	}
+	start := time.Now()
+	var ran, failed int
+	kinds := make(map[string]int)
+	pending := make(map[string][]string) // invariant -> mutations that break it
+	runOne := func(id mutationID) {
+		m := muts[id.fixture]
+		mu := m.make(id)
+		kinds[mu.kind]++
+		ran++
+		var problems []string
+		done := make(chan struct{})
+		before := allocated()
+		go func() {
+			defer close(done)
+			defer func() {
+				if r := recover(); r != nil {
+					problems = append(problems, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+				}
+			}()
+			problems = m.run(mu)
+		}()
+		select {
+		case <-done:
+		case <-time.After(mutationDeadline):
+			t.Fatalf("%v: did not return within %v", mu, mutationDeadline)
+		}
+		if a := allocated() - before; a > mutationAllocs {
+			problems = append(problems, fmt.Sprintf("allocated %d bytes", a))
+		}
+		var real []string
+		for _, p := range dedupe(problems) {
+			if inv := invariantOf(p); pendingInvariants[inv] != "" {
+				pending[inv] = append(pending[inv], mu.String())
+				continue
+			}
+			real = append(real, p)
+		}
+		if len(real) > 0 {
+			failed++
+			if failed <= 30 {
+				if len(real) > 6 {
+					real = append(real[:6], fmt.Sprintf("... and %d more", len(real)-6))
+				}
+				t.Errorf("%v:\n\t%s", mu, strings.Join(real, "\n\t"))
+			}
+		}
+	}
+	for _, r := range mutationRegressions {
+		runOne(r)
+	}
+	for i := 0; ; i++ {
+		if dur > 0 && time.Since(start) > dur || dur == 0 && ran >= count+len(mutationRegressions) {
+			break
+		}
+		f := mutationFixtures[i%len(mutationFixtures)]
+		runOne(mutationID{fixture: f.name, seed: seed, index: i / len(mutationFixtures)})
+	}
+	el := time.Since(start)
+	t.Logf("%d mutations in %v (%.0f/s), %d failed; by kind: %v", ran, el.Round(time.Millisecond), float64(ran)/el.Seconds(), failed, kinds)
+	invs := make([]string, 0, len(pending))
+	for inv := range pending {
+		invs = append(invs, inv)
+	}
+	sort.Strings(invs)
+	for _, inv := range invs {
+		ms := dedupe(pending[inv])
+		t.Logf("NOT CHECKED (pending, %s): invariant %q broken by %d mutations, for instance %s", pendingInvariants[inv], inv, len(ms), ms[0])
+	}
+}
+
+// invariantOf returns the name of the invariant a problem breaks, "" for
+// other problems.
+func invariantOf(p string) string {
+	name, ok := strings.CutPrefix(p, "invariant ")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, ":")
+	return name
+}
+
+func dedupe(s []string) []string {
+	seen := make(map[string]bool)
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+package gomp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// setup is one way a test reaches libgomp: a runtime the fixtures run on,
+// how the core is opened, and where the layout must come from.
+type setup struct {
+	name   string
+	info   func(t *testing.T) fixtures.RuntimeInfo
+	opts   func(t *testing.T) []core.Option
+	layout omprt.LayoutSource
+	// globals tells whether libgomp's hidden symbols are reachable.
+	globals bool
+}
+
+func setups() []setup {
+	var out []setup
+	for _, v := range fixtures.GompVersions {
+		out = append(out,
+			setup{
+				name:    "debug-" + v,
+				info:    func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, v) },
+				opts:    func(t *testing.T) []core.Option { return nil },
+				layout:  omprt.LayoutDWARF,
+				globals: true,
+			},
+			setup{
+				name: "stripped-debugfile-" + v,
+				info: func(t *testing.T) fixtures.RuntimeInfo {
+					return fixtures.StripRuntime(t, fixtures.GompRuntime(t, v)).RuntimeInfo
+				},
+				opts: func(t *testing.T) []core.Option {
+					s := fixtures.StripRuntime(t, fixtures.GompRuntime(t, v))
+					dir := t.TempDir()
+					p := s.BuildIDPath(dir)
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.Symlink(s.DebugFile, p))
+					return []core.Option{core.WithDebugDirs(dir)}
+				},
+				layout:  omprt.LayoutDWARF,
+				globals: true,
+			},
+			setup{
+				name: "stripped-nodebug-" + v,
+				info: func(t *testing.T) fixtures.RuntimeInfo {
+					return fixtures.StripRuntime(t, fixtures.GompRuntime(t, v)).RuntimeInfo
+				},
+				opts:   func(t *testing.T) []core.Option { return []core.Option{core.WithDebugDirs()} },
+				layout: omprt.LayoutKnownTable,
+			})
+	}
+	return append(out, setup{
+		name:   "system",
+		info:   func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
+		opts:   func(t *testing.T) []core.Option { return []core.Option{core.WithDebugDirs()} },
+		layout: omprt.LayoutKnownTable,
+	})
+}
+
+// openCore opens a core of fixture name under setup s.
+func openCore(t *testing.T, s setup, name string) (*fixtures.Stop, *core.Core, *Runtime) {
+	t.Helper()
+	stop := fixtures.CoreWith(t, s.info(t), name)
+	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	r, err := open(c)
+	require.NoError(t, err)
+	require.Equal(t, s.layout, r.Info().Layout, "layout source")
+	return stop, c, r
+}
+
+// TestCoresAgainstTruth reads every gcc fixture's core on every libgomp
+// setup and compares each thread with what the program recorded.
+func TestCoresAgainstTruth(t *testing.T) {
+	for _, s := range setups() {
+		for _, name := range fixtures.GompNames() {
+			t.Run(s.name+"/"+name, func(t *testing.T) {
+				stop, _, r := openCore(t, s, name)
+				checkTruth(t, r, stop.Truth, s.globals)
+			})
+		}
+	}
+}
+
+func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
+	refs, err := r.Threads()
+	require.NoError(t, err)
+	require.Len(t, refs, len(truth.Threads), "one OpenMP thread per program thread")
+	for i := range truth.Threads {
+		th := &truth.Threads[i]
+		t.Run(fmt.Sprintf("tid%d", th.TID), func(t *testing.T) {
+			ref, err := r.ThreadByOS(omprt.IDLWP, uint64(th.TID))
+			require.NoError(t, err)
+			d, err := r.Thread(ref)
+			require.NoError(t, err)
+			require.NoError(t, d.Err)
+			p, _ := fixtures.ParseHex(th.Pthread)
+			assert.Equal(t, p, d.Pthread)
+			byPth, err := r.ThreadByOS(omprt.IDPthread, p)
+			require.NoError(t, err)
+			assert.Equal(t, ref, byPth)
+			require.NoError(t, d.NumErr)
+			assert.Equal(t, th.ThreadNum, d.Num, "thread number")
+			require.NoError(t, d.RegionErr)
+
+			// The nest, innermost first.
+			reg := d.Region
+			for l := th.Level; l >= 0; l-- {
+				rd, err := r.Region(reg)
+				require.NoError(t, err, "level %d", l)
+				anc := th.Ancestors[l]
+				assert.EqualValues(t, l, rd.Ref.Level, "level")
+				assert.Equal(t, anc.TeamSize, rd.TeamSize, "team size at level %d", l)
+				if l == th.Level {
+					assert.Equal(t, th.ActiveLevel, rd.ActiveLevel, "active level")
+					v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeParallel, Ref: reg}, omprt.ICVTeamSizeVar)
+					require.NoError(t, err)
+					assert.EqualValues(t, th.TeamSize, v.Int)
+				}
+				// Member anc.ThreadNum of this team is this thread or
+				// the ancestor it descends from.
+				m, err := r.RegionThread(reg, anc.ThreadNum)
+				require.NoError(t, err, "member %d at level %d", anc.ThreadNum, l)
+				mt := truth.ThreadByTID(int(m.ID))
+				require.NotNil(t, mt)
+				assert.Equal(t, th.Path()[:l], mt.Path()[:l], "member %d at level %d descends from the same ancestors", anc.ThreadNum, l)
+				if l > 0 {
+					assert.Equal(t, anc.ThreadNum, mt.Ancestors[l].ThreadNum)
+				}
+				if l == 0 {
+					assert.ErrorIs(t, rd.EnclosingErr, omprt.ErrUnavailable)
+					break
+				}
+				require.NoError(t, rd.EnclosingErr)
+				reg = rd.Enclosing
+			}
+
+			// Task ICVs, through the thread and its current task.
+			require.NoError(t, d.TaskErr)
+			icv := func(id omprt.ICV) omprt.Value {
+				v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeThread, Thread: ref}, id)
+				require.NoError(t, err, "ICV %d", id)
+				return v
+			}
+			task := func(id omprt.ICV) omprt.Value {
+				v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeTask, Ref: d.Task}, id)
+				require.NoError(t, err, "ICV %d", id)
+				return v
+			}
+			assert.EqualValues(t, th.MaxThreads, icv(omprt.ICVNthreadsVar).Int, "nthreads-var is omp_get_max_threads")
+			assert.EqualValues(t, th.ThreadNum, icv(omprt.ICVThreadNumVar).Int)
+			assert.Equal(t, th.InFinal, task(omprt.ICVFinalTaskVar).Int == 1, "final-task-var")
+			if c := th.ICV; c != nil {
+				assert.Equal(t, c.Dynamic, icv(omprt.ICVDynVar).Int == 1, "dyn-var")
+				sched := task(omprt.ICVRunSchedVar)
+				assert.EqualValues(t, c.ScheduleKind&0x7fffffff, sched.Int, "run-sched-var kind")
+				td, err := r.Task(d.Task)
+				require.NoError(t, err)
+				assert.Equal(t, c.ScheduleChunk, td.Schedule.Chunk, "run-sched-var chunk")
+				assert.Equal(t, c.ScheduleMonotonic, td.Schedule.Monotonic)
+				assert.EqualValues(t, c.MaxActiveLevels, task(omprt.ICVMaxActiveLevelsVar).Int)
+				assert.EqualValues(t, c.ThreadLimit, task(omprt.ICVThreadLimitVar).Int)
+				assert.EqualValues(t, c.DefaultDevice, icv(omprt.ICVDefaultDeviceVar).Int)
+				assert.EqualValues(t, c.ProcBindKind, task(omprt.ICVBindVar).Int)
+				global := func(id omprt.ICV) (omprt.Value, error) {
+					return r.ICV(omprt.ScopeRef{Kind: omprt.ScopeAddressSpace}, id)
+				}
+				if globals {
+					v, err := global(omprt.ICVCancelVar)
+					require.NoError(t, err)
+					assert.Equal(t, c.Cancellation, v.Int == 1)
+					v, err = global(omprt.ICVMaxTaskPriorityVar)
+					require.NoError(t, err)
+					assert.EqualValues(t, c.MaxTaskPriority, v.Int)
+					v, err = global(omprt.ICVAffinityFormatVar)
+					require.NoError(t, err)
+					assert.Equal(t, c.AffinityFormat, v.Text)
+					n, err := r.NumProcs()
+					require.NoError(t, err)
+					assert.Equal(t, c.NumProcs, n)
+				} else {
+					_, err := global(omprt.ICVCancelVar)
+					assert.ErrorIs(t, err, omprt.ErrUnavailable, "a hidden global without debug information")
+					assert.ErrorContains(t, err, "debug information")
+				}
+			}
+		})
+	}
+	if len(truth.Tasks) > 0 {
+		checkTasks(t, r, truth)
+	}
+}
+
+// checkTasks follows each thread's current task up its generating
+// ancestors and compares every task with the truth.
+func checkTasks(t *testing.T, r *Runtime, truth *fixtures.Truth) {
+	for _, tk := range truth.Tasks {
+		if !tk.Current {
+			continue
+		}
+		ref, err := r.ThreadByOS(omprt.IDLWP, uint64(tk.TID))
+		require.NoError(t, err)
+		d, err := r.Thread(ref)
+		require.NoError(t, err)
+		cur := d.Task
+		for want := &tk; want != nil; {
+			td, err := r.Task(cur)
+			require.NoError(t, err, "task %s", want.Label)
+			implicit := td.Kind&flagImplicit != 0
+			assert.Equal(t, want.Kind == "implicit", implicit, "task %s kind %#x", want.Label, td.Kind)
+			assert.Equal(t, want.InFinal, td.InFinal, "task %s in final", want.Label)
+			assert.Equal(t, want.Undeferred, td.Kind&flagUndeferred != 0, "task %s undeferred", want.Label)
+			if want.Undeferred {
+				assert.ErrorIs(t, td.FunctionErr, omprt.ErrUnavailable, "never an undeferred task's function")
+			} else if !implicit {
+				require.NoError(t, td.FunctionErr, "task %s", want.Label)
+				assert.NotZero(t, td.Function)
+			}
+			require.NoError(t, td.RegionErr)
+			assert.Equal(t, d.Region, td.Region, "task %s runs in its thread's region", want.Label)
+			if want.Parent == "" {
+				break
+			}
+			require.NoError(t, td.GeneratingErr, "task %s", want.Label)
+			cur = td.Generating
+			want = truth.Task(want.Parent)
+		}
+	}
+}
+
+// TestUnknownLibrary: a libgomp without debug information whose identity
+// matches no known layout is refused with a clear error.
+func TestUnknownLibrary(t *testing.T) {
+	s := setups()[len(setups())-1]
+	stop := fixtures.CoreWith(t, s.info(t), fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	require.NoError(t, err)
+	defer c.Close()
+	saved := knownLayouts
+	t.Cleanup(func() { knownLayouts = saved })
+	knownLayouts = nil
+	_, err = open(c)
+	require.ErrorIs(t, err, omprt.ErrIncompatible)
+	assert.ErrorContains(t, err, "GOMP_5.1")
+	assert.ErrorContains(t, err, "no known layout")
+	assert.ErrorContains(t, err, "libgomp.so.1")
+}
+
+// TestLayoutFailsSanity: a known layout that does not fit the live data
+// (GCC 14's applied to GCC 12's library) is refused, not used.
+func TestLayoutFailsSanity(t *testing.T) {
+	s := setups()[len(setups())-1]
+	stop := fixtures.CoreWith(t, s.info(t), fixtures.Tasks)
+	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	require.NoError(t, err)
+	defer c.Close()
+	saved := knownLayouts
+	t.Cleanup(func() { knownLayouts = saved })
+	var l14 Layout
+	for _, l := range saved {
+		if l.Node == "GOMP_5.1.2" {
+			l14 = *l
+		}
+	}
+	require.NotEmpty(t, l14.GCC)
+	// Make GCC 14's layout claim GCC 12's identity, and shift the task
+	// kind far off, as a wrong table would.
+	l14.Node, l14.BuildID = "GOMP_5.1", ""
+	l14.Fields[taskKind].Off = 0
+	knownLayouts = []*Layout{&l14}
+	_, err = open(c)
+	require.ErrorIs(t, err, omprt.ErrIncompatible)
+	assert.ErrorContains(t, err, "fails its checks")
+}
+
+// TestNoLibgomp: a program on LLVM's runtime has no libgomp.
+func TestNoLibgomp(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = Open(c)
+	require.ErrorIs(t, err, omprt.ErrNoRuntime)
+	var te *target.LookupError
+	_ = errors.As(err, &te)
+}

@@ -1,0 +1,254 @@
+package gomp
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+)
+
+// library is what target memory alone tells of the loaded libgomp: where
+// it is, who it is, and where its thread-local gomp_tls_data lives. All of
+// it is read through the dynamic linker's link_map list and the library's
+// dynamic section, so it works on a stripped library, in a core as live.
+type library struct {
+	name  string // the path the dynamic linker loaded it from
+	base  uint64 // l_addr
+	dyn   uint64 // l_ld: the dynamic section in memory
+	tpoff int64  // thread-pointer offset of gomp_tls_data
+	// tpoffSlot is the GOT slot the tpoff was read from: an address inside
+	// libgomp that names the library (used as the synthetic level-0 ids).
+	tpoffSlot uint64
+	buildID   string // hex, "" if none
+	// newestNode is the newest GOMP_x.y[.z] symbol version the library
+	// defines: each GCC release that changed libgomp's ABI adds one.
+	newestNode string
+}
+
+// Limits on what is read from the dynamic section, so that corrupt memory
+// cannot make the search run or allocate without bound.
+const (
+	maxDynEntries = 512
+	maxRelocs     = 1 << 16
+	maxVerdefs    = 256
+)
+
+// isLibgomp reports whether a link_map name is a libgomp.
+func isLibgomp(name string) bool {
+	return strings.HasPrefix(path.Base(name), "libgomp.so")
+}
+
+// findLibrary locates libgomp in t's link_map list. A target with no
+// libgomp gives omprt.ErrNoRuntime.
+func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
+	rd, err := t.LookupSymbol("_r_debug")
+	if err != nil {
+		return nil, omprt.Wrap(omprt.ErrNoRuntime, err, "gomp: no dynamic linker state (_r_debug)")
+	}
+	entries, err := objfile.ReadLinkMap(t, rd, mem.PtrSize, mem.Order)
+	var lib *library
+	for _, e := range entries {
+		if isLibgomp(e.Name) {
+			lib = &library{name: e.Name, base: e.LAddr, dyn: e.LD}
+			break
+		}
+	}
+	if lib == nil {
+		if err != nil {
+			return nil, omprt.Wrap(omprt.ErrNoRuntime, err, "gomp: no libgomp in the link_map list")
+		}
+		return nil, omprt.Errorf(omprt.ErrNoRuntime, "gomp: no libgomp loaded")
+	}
+	if mem.PtrSize != 8 {
+		return nil, omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: only 64-bit targets are supported", lib.name)
+	}
+	if err := lib.readDynamic(mem); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+// dynAddr turns a d_ptr value of the dynamic section into a run-time
+// address: glibc relocates some entries in place and not others.
+func (l *library) dynAddr(v uint64) uint64 {
+	if v < l.base {
+		return v + l.base
+	}
+	return v
+}
+
+// readDynamic reads the dynamic section: relocations (for the TLS
+// offset), version definitions and the build-id note.
+func (l *library) readDynamic(mem *omprt.Memory) error {
+	tags := map[elf.DynTag]uint64{}
+	for i := uint64(0); i < maxDynEntries; i++ {
+		v, err := mem.View(l.dyn+16*i, 16, "libgomp dynamic section")
+		if err != nil {
+			return omprt.Wrap(omprt.ErrIncompatible, err, "gomp: %s", l.name)
+		}
+		tag := elf.DynTag(v.Uint(0, 8))
+		if tag == elf.DT_NULL {
+			break
+		}
+		if _, ok := tags[tag]; !ok {
+			tags[tag] = v.Uint(8, 8)
+		}
+	}
+	if err := l.readTPOff(mem, tags); err != nil {
+		return err
+	}
+	l.newestNode = l.readVerdefs(mem, tags)
+	l.buildID = l.readBuildID(mem)
+	return nil
+}
+
+// readTPOff finds the GOT slots that R_X86_64_TPOFF64 relocations against
+// symbol 0 fill: libgomp reaches its one initial-exec TLS variable,
+// gomp_tls_data (at offset 0 of its TLS block), through them, each slot
+// holding the variable's thread-pointer offset plus the relocation's
+// addend. All of them must agree.
+func (l *library) readTPOff(mem *omprt.Memory, tags map[elf.DynTag]uint64) error {
+	rela, ok := tags[elf.DT_RELA]
+	size := tags[elf.DT_RELASZ]
+	ent := tags[elf.DT_RELAENT]
+	if !ok || size == 0 {
+		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s has no dynamic relocations", l.name)
+	}
+	if ent == 0 {
+		ent = 24
+	}
+	if ent != 24 || size/ent > maxRelocs {
+		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: unexpected relocation table (%d bytes of %d-byte entries)", l.name, size, ent)
+	}
+	rela = l.dynAddr(rela)
+	v, err := mem.View(rela, size, "libgomp relocations")
+	if err != nil {
+		return omprt.Wrap(omprt.ErrIncompatible, err, "gomp: %s", l.name)
+	}
+	found := false
+	var base int64
+	for off := uint64(0); off+24 <= size; off += 24 {
+		info := v.Uint(off+8, 8)
+		if elf.R_X86_64(elf.R_TYPE64(info)) != elf.R_X86_64_TPOFF64 || elf.R_SYM64(info) != 0 {
+			continue
+		}
+		slot := l.base + v.Uint(off, 8)
+		addend := v.Int(off+16, 8)
+		got, err := mem.Uint(slot, 8, "libgomp TLS offset slot")
+		if err != nil {
+			return omprt.Wrap(omprt.ErrIncompatible, err, "gomp: %s", l.name)
+		}
+		b := int64(got) - addend
+		if found && b != base {
+			return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: TLS offset slots disagree (%d and %d)", l.name, base, b)
+		}
+		if !found || addend == 0 {
+			l.tpoffSlot = slot
+		}
+		base, found = b, true
+	}
+	if !found {
+		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: no R_X86_64_TPOFF64 relocation for its thread-local data", l.name)
+	}
+	if base >= 0 || base < -(1<<32) {
+		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: implausible TLS offset %d", l.name, base)
+	}
+	l.tpoff = base
+	return nil
+}
+
+// readVerdefs returns the newest GOMP_ version node the library defines,
+// "" if it cannot tell.
+func (l *library) readVerdefs(mem *omprt.Memory, tags map[elf.DynTag]uint64) string {
+	vd, ok1 := tags[elf.DT_VERDEF]
+	n := tags[elf.DT_VERDEFNUM]
+	strtab, ok2 := tags[elf.DT_STRTAB]
+	if !ok1 || !ok2 || n == 0 || n > maxVerdefs {
+		return ""
+	}
+	vd, strtab = l.dynAddr(vd), l.dynAddr(strtab)
+	newest := ""
+	for i := uint64(0); i < n; i++ {
+		v, err := mem.View(vd, 20, "libgomp version definition")
+		if err != nil {
+			return ""
+		}
+		aux := v.Uint(12, 4)
+		if aux != 0 {
+			name, err := mem.Uint(vd+aux, 4, "libgomp version name")
+			if err == nil {
+				s, err := mem.String(strtab+name, "libgomp version name")
+				if err == nil && strings.HasPrefix(s, "GOMP_") && !strings.HasPrefix(s, "GOMP_PLUGIN") {
+					if newest == "" || versionLess(newest[5:], s[5:]) {
+						newest = s
+					}
+				}
+			}
+		}
+		next := v.Uint(16, 4)
+		if next == 0 {
+			break
+		}
+		vd += next
+	}
+	return newest
+}
+
+// versionLess compares dotted version numbers.
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			fmt.Sscan(as[i], &x)
+		}
+		if i < len(bs) {
+			fmt.Sscan(bs[i], &y)
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// readBuildID reads the GNU build-id note through the program headers
+// mapped at the library's base; "" if it cannot.
+func (l *library) readBuildID(mem *omprt.Memory) string {
+	h, err := mem.View(l.base, 64, "libgomp ELF header")
+	if err != nil || !bytes.Equal(h.B[:4], []byte(elf.ELFMAG)) {
+		return ""
+	}
+	phoff, phentsize, phnum := h.Uint(32, 8), h.Uint(54, 2), h.Uint(56, 2)
+	if phentsize != 56 || phnum > 64 {
+		return ""
+	}
+	ph, err := mem.View(l.base+phoff, phentsize*phnum, "libgomp program headers")
+	if err != nil {
+		return ""
+	}
+	for i := uint64(0); i < phnum; i++ {
+		p := i * phentsize
+		if elf.ProgType(ph.Uint(p, 4)) != elf.PT_NOTE {
+			continue
+		}
+		size := ph.Uint(p+32, 8)
+		if size > 4096 {
+			continue
+		}
+		notes, err := mem.View(l.base+ph.Uint(p+16, 8), size, "libgomp notes")
+		if err != nil {
+			continue
+		}
+		if id := objfile.ParseBuildID(notes.B, mem.Order); id != nil {
+			return hex.EncodeToString(id)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,237 @@
+package gomp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+)
+
+//go:generate go run ./gen -o known_layouts.go
+
+// fieldID names one member of a libgomp structure this package reads.
+type fieldID int
+
+// The members read, as fieldSpecs describes them.
+const (
+	thrFn fieldID = iota
+	thrData
+	thrTeam
+	thrTeamID
+	thrLevel
+	thrActiveLevel
+	thrTask
+	thrRelease
+	thrPool
+	teamNthreads
+	teamPrevTeam
+	teamPrevTeamID
+	teamPrevLevel
+	teamPrevActiveLevel
+	teamOrderedRelease
+	teamMasterRelease
+	teamBarrierGeneration
+	teamImplicitTask
+	taskParent
+	taskTaskgroup
+	taskTaskwait
+	taskNthreads
+	taskRunSched
+	taskRunSchedChunk
+	taskDefaultDevice
+	taskThreadLimit
+	taskDyn
+	taskMaxActiveLevels
+	taskBind
+	taskFn
+	taskFnData
+	taskKind
+	taskFinal
+	poolThreads
+	poolThreadsUsed
+	poolLastTeam
+	poolDock
+	icvNthreads
+	icvRunSched
+	icvRunSchedChunk
+	icvDefaultDevice
+	icvThreadLimit
+	icvDyn
+	icvMaxActiveLevels
+	icvBind
+	numFields
+)
+
+// fieldSpec is a member: its struct, its dotted path in it, and the size
+// libgomp gives it on LP64 (checked by the generator against DWARF).
+type fieldSpec struct {
+	typ, path string
+	size      uint64
+}
+
+var fieldSpecs = [numFields]fieldSpec{
+	thrFn:                 {"gomp_thread", "fn", 8},
+	thrData:               {"gomp_thread", "data", 8},
+	thrTeam:               {"gomp_thread", "ts.team", 8},
+	thrTeamID:             {"gomp_thread", "ts.team_id", 4},
+	thrLevel:              {"gomp_thread", "ts.level", 4},
+	thrActiveLevel:        {"gomp_thread", "ts.active_level", 4},
+	thrTask:               {"gomp_thread", "task", 8},
+	thrRelease:            {"gomp_thread", "release", 4},
+	thrPool:               {"gomp_thread", "thread_pool", 8},
+	teamNthreads:          {"gomp_team", "nthreads", 4},
+	teamPrevTeam:          {"gomp_team", "prev_ts.team", 8},
+	teamPrevTeamID:        {"gomp_team", "prev_ts.team_id", 4},
+	teamPrevLevel:         {"gomp_team", "prev_ts.level", 4},
+	teamPrevActiveLevel:   {"gomp_team", "prev_ts.active_level", 4},
+	teamOrderedRelease:    {"gomp_team", "ordered_release", 8},
+	teamMasterRelease:     {"gomp_team", "master_release", 4},
+	teamBarrierGeneration: {"gomp_team", "barrier.generation", 4},
+	teamImplicitTask:      {"gomp_team", "implicit_task", 0},
+	taskParent:            {"gomp_task", "parent", 8},
+	taskTaskgroup:         {"gomp_task", "taskgroup", 8},
+	taskTaskwait:          {"gomp_task", "taskwait", 8},
+	taskNthreads:          {"gomp_task", "icv.nthreads_var", 8},
+	taskRunSched:          {"gomp_task", "icv.run_sched_var", 4},
+	taskRunSchedChunk:     {"gomp_task", "icv.run_sched_chunk_size", 4},
+	taskDefaultDevice:     {"gomp_task", "icv.default_device_var", 4},
+	taskThreadLimit:       {"gomp_task", "icv.thread_limit_var", 4},
+	taskDyn:               {"gomp_task", "icv.dyn_var", 1},
+	taskMaxActiveLevels:   {"gomp_task", "icv.max_active_levels_var", 1},
+	taskBind:              {"gomp_task", "icv.bind_var", 1},
+	taskFn:                {"gomp_task", "fn", 8},
+	taskFnData:            {"gomp_task", "fn_data", 8},
+	taskKind:              {"gomp_task", "kind", 4},
+	taskFinal:             {"gomp_task", "final_task", 1},
+	poolThreads:           {"gomp_thread_pool", "threads", 8},
+	poolThreadsUsed:       {"gomp_thread_pool", "threads_used", 4},
+	poolLastTeam:          {"gomp_thread_pool", "last_team", 8},
+	poolDock:              {"gomp_thread_pool", "threads_dock", 0},
+	icvNthreads:           {"gomp_task_icv", "nthreads_var", 8},
+	icvRunSched:           {"gomp_task_icv", "run_sched_var", 4},
+	icvRunSchedChunk:      {"gomp_task_icv", "run_sched_chunk_size", 4},
+	icvDefaultDevice:      {"gomp_task_icv", "default_device_var", 4},
+	icvThreadLimit:        {"gomp_task_icv", "thread_limit_var", 4},
+	icvDyn:                {"gomp_task_icv", "dyn_var", 1},
+	icvMaxActiveLevels:    {"gomp_task_icv", "max_active_levels_var", 1},
+	icvBind:               {"gomp_task_icv", "bind_var", 1},
+}
+
+// typeID names a libgomp structure whose size this package needs.
+type typeID int
+
+// The structures.
+const (
+	typeThread typeID = iota
+	typeTeam
+	typeTask
+	typePool
+	typeICV
+	numTypes
+)
+
+var typeNames = [numTypes]string{
+	typeThread: "gomp_thread",
+	typeTeam:   "gomp_team",
+	typeTask:   "gomp_task",
+	typePool:   "gomp_thread_pool",
+	typeICV:    "gomp_task_icv",
+}
+
+// Layout is where libgomp keeps what this package reads: member offsets
+// and sizes and structure sizes, for one build of the library.
+type Layout struct {
+	// GCC is the GCC version the layout was taken from ("12.2.0"), ""
+	// when read from the target's own DWARF.
+	GCC string
+	// Node is the newest GOMP_ symbol version of that library.
+	Node string
+	// BuildID is that library's build-id, hex.
+	BuildID string
+	// Fields holds each member's offset in its structure and its size.
+	Fields [numFields]omprt.Field
+	// Sizes holds each structure's size.
+	Sizes [numTypes]uint64
+}
+
+func (l *Layout) f(id fieldID) omprt.Field { return l.Fields[id] }
+func (l *Layout) size(id typeID) uint64    { return l.Sizes[id] }
+func (l *Layout) String() string           { return "libgomp " + l.GCC + " (" + l.Node + ")" }
+func fieldName(id fieldID) string          { return fieldSpecs[id].typ + "." + fieldSpecs[id].path }
+
+// dwarfLayout reads the layout from the target's debug information (the
+// library's own DWARF, or its separate debug file).
+func dwarfLayout(t target.Target) (*Layout, error) {
+	l := &Layout{}
+	var errs []error
+	for i, name := range typeNames {
+		s, err := t.TypeSize("struct " + name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.Sizes[i] = s
+	}
+	for i, spec := range fieldSpecs {
+		off, err := t.FieldOffset("struct "+spec.typ, spec.path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.Fields[i] = omprt.Field{Off: off, Size: spec.size}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// check verifies that every member lies inside its structure.
+func (l *Layout) check() error {
+	var bad []string
+	for i, spec := range fieldSpecs {
+		st := typeThread
+		for j, n := range typeNames {
+			if n == spec.typ {
+				st = typeID(j)
+			}
+		}
+		if l.Fields[i].End() > l.Sizes[st] {
+			bad = append(bad, fmt.Sprintf("%s.%s ends at %d, past the struct's %d bytes", spec.typ, spec.path, l.Fields[i].End(), l.Sizes[st]))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("gomp: layout does not fit: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// knownLayout returns the generated layout for a library: by build-id
+// first, then by its newest GOMP_ symbol version.
+func knownLayout(lib *library) (*Layout, bool) {
+	for _, l := range knownLayouts {
+		if lib.buildID != "" && l.BuildID == lib.buildID {
+			return l, true
+		}
+	}
+	for _, l := range knownLayouts {
+		if lib.newestNode != "" && l.Node == lib.newestNode {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// knownNames lists the known layouts for error messages.
+func knownNames() string {
+	var s []string
+	for _, l := range knownLayouts {
+		s = append(s, "GCC "+l.GCC+" ("+l.Node+")")
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,358 @@
+package gomp
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+)
+
+// stop is what one stop's threads tell, decoded once: every OpenMP
+// thread, who is member n of which team, and the region each implicit
+// task belongs to.
+type stop struct {
+	err     error
+	threads []omprt.ThreadRef
+	recs    map[omprt.ThreadRef]*omprt.ThreadData
+	raw     map[omprt.ThreadRef]*thread
+	byLWP   map[uint64]omprt.ThreadRef
+	byPth   map[uint64]omprt.ThreadRef
+	members map[member]omprt.ThreadRef
+	// implicit maps an implicit task's address to its region.
+	implicit map[uint64]omprt.Ref
+	// initialTask is the level-0 implicit task, as the threads show it.
+	initialTask omprt.Ref
+}
+
+type member struct {
+	region omprt.Ref
+	num    int
+}
+
+// thread is a decoded gomp_thread.
+type thread struct {
+	os                         target.Thread
+	addr                       uint64
+	fn, team, task, pool       uint64
+	teamID, level, activeLevel uint64
+	idle                       bool
+	chain                      []level // innermost first, down to level 1
+	chainErr                   error
+	omp                        bool // an OpenMP thread at all
+	release                    uint64
+}
+
+// level is one team of a thread's nest.
+type level struct {
+	team   uint64
+	num    int // the thread's (or its ancestor's) number in the team
+	level  int
+	size   int
+	active int
+}
+
+// level0 is the synthetic id of the outermost (level 0) region and, when
+// libgomp has created none, of the initial task: an address inside libgomp
+// that names this runtime.
+func (r *Runtime) level0() omprt.Ref { return omprt.Ref{Addr: r.lib.tpoffSlot, Level: 0} }
+
+// getStop decodes the threads of this stop, once.
+func (r *Runtime) getStop() *stop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop == nil {
+		r.stop = r.decodeStop()
+	}
+	return r.stop
+}
+
+func (r *Runtime) decodeStop() *stop {
+	s := &stop{
+		recs:     map[omprt.ThreadRef]*omprt.ThreadData{},
+		raw:      map[omprt.ThreadRef]*thread{},
+		byLWP:    map[uint64]omprt.ThreadRef{},
+		byPth:    map[uint64]omprt.ThreadRef{},
+		members:  map[member]omprt.ThreadRef{},
+		implicit: map[uint64]omprt.Ref{},
+	}
+	osThreads, err := r.t.Threads()
+	if err != nil {
+		s.err = omprt.Wrap(omprt.ErrReadFailed, err, "gomp: list threads")
+		return s
+	}
+	sort.Slice(osThreads, func(i, j int) bool { return osThreads[i].ID < osThreads[j].ID })
+	l0 := r.level0()
+	s.initialTask = l0
+	for _, ot := range osThreads {
+		th, err := r.readThread(ot)
+		ref := omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+		if err != nil {
+			if th.addr == 0 {
+				continue
+			}
+			s.threads = append(s.threads, ref)
+			s.recs[ref] = &omprt.ThreadData{Ref: ref, Err: err}
+			continue
+		}
+		if !th.omp {
+			continue
+		}
+		s.threads = append(s.threads, ref)
+		s.raw[ref] = th
+		s.byLWP[ot.ID] = ref
+		if ot.Pointer != 0 {
+			s.byPth[ot.Pointer] = ref
+		}
+		if th.idle {
+			continue
+		}
+		// Memberships: the thread is member num of its innermost team,
+		// and, while it is a team's primary thread (number 0), also of
+		// the enclosing team, with the number the team's prev_ts keeps.
+		primary := true
+		for i, lv := range th.chain {
+			ref := omprt.Ref{Addr: lv.team, Level: int32(lv.level)}
+			if primary {
+				s.members[member{ref, lv.num}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+			}
+			primary = primary && lv.num == 0
+			task := lv.team + r.lay.f(teamImplicitTask).Off + uint64(lv.num)*r.lay.size(typeTask)
+			s.implicit[task] = ref
+			if i == len(th.chain)-1 && lv.level == 1 {
+				// The level-0 task is the parent of the primary's
+				// level-1 implicit task.
+				first := lv.team + r.lay.f(teamImplicitTask).Off
+				if p, err := r.mem.Ptr(first+r.lay.f(taskParent).Off, "gomp_task.parent"); err == nil && p != 0 {
+					s.initialTask = omprt.Ref{Addr: p, Level: 0}
+				}
+			}
+		}
+		if primary && th.chainErr == nil {
+			s.members[member{l0, 0}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+		}
+		if th.level == 0 && th.task != 0 {
+			s.initialTask = omprt.Ref{Addr: th.task, Level: 0}
+		}
+	}
+	if s.initialTask != l0 {
+		s.implicit[s.initialTask.Addr] = l0
+	}
+	for _, ref := range s.threads {
+		if _, ok := s.recs[ref]; !ok {
+			s.recs[ref] = r.threadData(s, ref, s.raw[ref])
+		}
+	}
+	return s
+}
+
+// readThread reads the gomp_thread of an OS thread and the nest of teams
+// above it.
+func (r *Runtime) readThread(ot target.Thread) (*thread, error) {
+	th := &thread{os: ot}
+	if ot.Pointer == 0 {
+		return th, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d: thread pointer unknown", ot.ID)
+	}
+	th.addr = uint64(int64(ot.Pointer) + r.lib.tpoff)
+	l := r.lay
+	v, err := r.mem.View(th.addr, l.size(typeThread), "gomp_thread")
+	if err != nil {
+		return th, omprt.Wrap(omprt.ErrReadFailed, err, "gomp: thread %d", ot.ID)
+	}
+	th.fn = v.F(l.f(thrFn))
+	th.team = v.F(l.f(thrTeam))
+	th.task = v.F(l.f(thrTask))
+	th.pool = v.F(l.f(thrPool))
+	th.teamID = v.F(l.f(thrTeamID))
+	th.level = v.F(l.f(thrLevel))
+	th.activeLevel = v.F(l.f(thrActiveLevel))
+	th.release = th.addr + l.f(thrRelease).Off
+	th.omp = th.team != 0 || th.task != 0 || th.pool != 0
+	if !th.omp {
+		return th, nil
+	}
+	if th.team != 0 && th.pool != 0 {
+		last, err := r.mem.Ptr(th.pool+l.f(poolLastTeam).Off, "gomp_thread_pool.last_team")
+		if err != nil {
+			return th, omprt.Wrap(omprt.ErrReadFailed, err, "gomp: thread %d: its pool", ot.ID)
+		}
+		if last == th.team {
+			th.idle = true
+			return th, nil
+		}
+	}
+	if th.level > maxLevel || th.activeLevel > th.level || (th.team == 0) != (th.level == 0) {
+		return th, omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d: level %d, active level %d, team %#x", ot.ID, th.level, th.activeLevel, th.team)
+	}
+	th.chain, th.chainErr = r.chain(th.team, int(th.teamID), int(th.level))
+	return th, nil
+}
+
+// chain walks the teams from the innermost (team, at level lvl, where the
+// thread has number num) out to level 1, through each team's prev_ts.
+func (r *Runtime) chain(team uint64, num, lvl int) ([]level, error) {
+	var out []level
+	for team != 0 {
+		if len(out) >= maxLevel {
+			return out, omprt.Errorf(omprt.ErrCorrupt, "gomp: more than %d nested teams", maxLevel)
+		}
+		lv, prev, prevNum, err := r.team(team, lvl)
+		if err != nil {
+			return out, err
+		}
+		if num < 0 || num >= lv.size {
+			return out, omprt.Errorf(omprt.ErrCorrupt, "gomp: team %#x of %d threads has a member %d", team, lv.size, num)
+		}
+		lv.num = num
+		out = append(out, lv)
+		team, num, lvl = prev, prevNum, lvl-1
+	}
+	if lvl != 0 {
+		return out, omprt.Errorf(omprt.ErrCorrupt, "gomp: the outermost team is at level %d, not 1", lvl+1)
+	}
+	return out, nil
+}
+
+// team reads a team standing at level lvl: its size and active level, and
+// the enclosing team with the primary thread's number in it.
+func (r *Runtime) team(team uint64, lvl int) (lv level, prev uint64, prevNum int, err error) {
+	l := r.lay
+	v, err := r.mem.View(team, l.f(teamImplicitTask).Off, "gomp_team")
+	if err != nil {
+		return lv, 0, 0, err
+	}
+	n := v.F(l.f(teamNthreads))
+	prevLevel := v.F(l.f(teamPrevLevel))
+	prevActive := v.F(l.f(teamPrevActiveLevel))
+	prev = v.F(l.f(teamPrevTeam))
+	if n == 0 || n > maxTeam {
+		return lv, 0, 0, omprt.Errorf(omprt.ErrCorrupt, "gomp: team %#x has %d threads", team, n)
+	}
+	if int(prevLevel) != lvl-1 || prevActive > prevLevel || (prev == 0) != (prevLevel == 0) {
+		return lv, 0, 0, omprt.Errorf(omprt.ErrStaleHandle, "gomp: team %#x does not stand at level %d (its enclosing level is %d, active %d)", team, lvl, prevLevel, prevActive)
+	}
+	active := int(prevActive)
+	if n > 1 {
+		active++
+	}
+	return level{team: team, level: lvl, size: int(n), active: active}, prev, int(v.F(l.f(teamPrevTeamID))), nil
+}
+
+// threadData builds a thread's record.
+func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.ThreadData {
+	d := &omprt.ThreadData{Ref: ref, Pthread: th.os.Pointer, LWP: th.os.ID}
+	if th.idle {
+		d.State, d.StateInferred = stateIdle, true
+		why := omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is idle in the thread pool", th.os.ID)
+		d.NumErr, d.RegionErr, d.TaskErr = why, why, why
+		return d
+	}
+	d.StateErr = omprt.Errorf(omprt.ErrUnavailable, "gomp: libgomp records no thread state, and the stack of thread %d does not tell", th.os.ID)
+	if th.level == 0 {
+		d.Num, d.Region = 0, r.level0()
+	} else if th.chainErr != nil && len(th.chain) == 0 {
+		d.NumErr, d.RegionErr = th.chainErr, th.chainErr
+	} else {
+		d.Num = int(th.teamID)
+		d.Region = omprt.Ref{Addr: th.team, Level: int32(th.level)}
+	}
+	if th.task != 0 {
+		d.Task = r.taskRef(s, th.task)
+	} else if th.level == 0 {
+		d.Task = s.initialTask
+	} else {
+		d.TaskErr = omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d at level %d has no task", th.os.ID, th.level)
+	}
+	return d
+}
+
+// taskRef names the task at addr: an implicit task with its level, an
+// explicit one with level -1.
+func (r *Runtime) taskRef(s *stop, addr uint64) omprt.Ref {
+	if reg, ok := s.implicit[addr]; ok {
+		return omprt.Ref{Addr: addr, Level: reg.Level}
+	}
+	kind, err := r.mem.Uint(addr+r.lay.f(taskKind).Off, 4, "gomp_task.kind")
+	if err == nil && kind == kindImplicit {
+		return omprt.Ref{Addr: addr, Level: 0}
+	}
+	return omprt.Ref{Addr: addr, Level: -1}
+}
+
+// Threads lists the OpenMP threads, ordered by OS thread id.
+func (r *Runtime) Threads() ([]omprt.ThreadRef, error) {
+	s := r.getStop()
+	if s.err != nil {
+		return nil, s.err
+	}
+	return append([]omprt.ThreadRef(nil), s.threads...), nil
+}
+
+// ThreadByOS finds the OpenMP thread of an OS thread.
+func (r *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
+	s := r.getStop()
+	if s.err != nil {
+		return omprt.ThreadRef{}, s.err
+	}
+	var m map[uint64]omprt.ThreadRef
+	switch kind {
+	case omprt.IDLWP:
+		m = s.byLWP
+	case omprt.IDPthread:
+		m = s.byPth
+	default:
+		return omprt.ThreadRef{}, omprt.Errorf(omprt.ErrUnsupported, "gomp: thread id kind %d", kind)
+	}
+	ref, ok := m[id]
+	if !ok {
+		return omprt.ThreadRef{}, omprt.Errorf(omprt.ErrUnavailable, "gomp: OS thread %#x is not an OpenMP thread", id)
+	}
+	return ref, nil
+}
+
+// Thread returns a thread's record.
+func (r *Runtime) Thread(ref omprt.ThreadRef) (*omprt.ThreadData, error) {
+	s := r.getStop()
+	if s.err != nil {
+		return nil, s.err
+	}
+	d, ok := s.recs[ref]
+	if !ok {
+		return nil, omprt.Errorf(omprt.ErrStaleHandle, "gomp: no OpenMP thread %d at %#x in this stop", ref.ID, ref.Addr)
+	}
+	return d, nil
+}
+
+// sanity checks the layout on the live threads: every OpenMP thread's
+// nest and task must be consistent.
+func (r *Runtime) sanity() error {
+	s := r.getStop()
+	if s.err != nil {
+		return s.err
+	}
+	seen := 0
+	for _, ref := range s.threads {
+		d := s.recs[ref]
+		if d.Err != nil {
+			return fmt.Errorf("thread %d: %w", ref.ID, d.Err)
+		}
+		th := s.raw[ref]
+		if th.chainErr != nil {
+			return fmt.Errorf("thread %d: %w", ref.ID, th.chainErr)
+		}
+		if th.task != 0 {
+			kind, err := r.mem.Uint(th.task+r.lay.f(taskKind).Off, 4, "gomp_task.kind")
+			if err != nil {
+				return fmt.Errorf("thread %d: %w", ref.ID, err)
+			}
+			if kind > kindDetached {
+				return fmt.Errorf("thread %d: task %#x of kind %d", ref.ID, th.task, kind)
+			}
+		}
+		seen++
+	}
+	if seen == 0 && len(s.threads) > 0 {
+		return fmt.Errorf("no thread could be read")
+	}
+	return nil
+}

@@ -85,74 +85,66 @@ type dwarfSections struct {
 	info, abbrev, str, lineStr, strOffsets []byte
 }
 
-// loadSections reads the DWARF sections of f, decompressed, and builds the
-// dwarf.Data over them as (*elf.File).DWARF does, keeping the raw bytes the
-// scanner needs without reading them twice. ok false means f needs what
-// only (*elf.File).DWARF does (relocations of a relocatable object): the
-// caller uses that and indexes with debug/dwarf's Reader.
+// typeSections are the DWARF sections type lookups need (by name without
+// ".debug_"): entries, abbreviations, strings, DWARF 4 type units, and the
+// address and range list tables that debug/dwarf resolves while decoding
+// an entry (a unit's DW_AT_low_pc, DW_AT_ranges). Line tables, location
+// lists, frame tables and the like are left unread: they are half of a
+// library's DWARF (objfile's line lookups load their own).
+var typeSections = map[string]bool{"info": true, "abbrev": true, "str": true,
+	"str_offsets": true, "line_str": true, "types": true, "addr": true, "rnglists": true}
+
+// loadSections reads the DWARF sections of f that type lookups need,
+// decompressed, and builds the dwarf.Data over them as (*elf.File).DWARF
+// does, keeping the raw bytes the scanner needs without reading them
+// twice. ok false means f needs what only (*elf.File).DWARF does
+// (relocations of a relocatable object): the caller uses that and indexes
+// with debug/dwarf's Reader.
 func loadSections(f *elf.File) (d *dwarf.Data, secs dwarfSections, ok bool, err error) {
 	if f.Type == elf.ET_REL {
 		return nil, secs, false, nil
 	}
-	suffix := func(s *elf.Section) string {
+	raw := make(map[string][]byte)
+	var types [][]byte
+	for _, s := range f.Sections {
+		var sfx string
 		switch {
 		case strings.HasPrefix(s.Name, ".debug_"):
-			return s.Name[7:]
+			sfx = s.Name[7:]
 		case strings.HasPrefix(s.Name, ".zdebug_"):
-			return s.Name[8:]
+			sfx = s.Name[8:]
 		}
-		return ""
-	}
-	data := func(s *elf.Section) ([]byte, error) {
-		b, err := s.Data()
-		if err != nil && uint64(len(b)) < s.Size {
-			return nil, err
-		}
-		return b, nil
-	}
-	// The sections dwarf.New takes, then the others it adds.
-	base := map[string][]byte{"abbrev": nil, "info": nil, "str": nil, "line": nil, "ranges": nil}
-	for _, s := range f.Sections {
-		sfx := suffix(s)
-		if _, want := base[sfx]; !want {
+		if !typeSections[sfx] {
 			continue
 		}
-		b, err := data(s)
-		if err != nil {
-			return nil, secs, true, err
+		b, err := s.Data()
+		if err != nil && uint64(len(b)) < s.Size {
+			return nil, secs, true, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		base[sfx] = b
+		if sfx == "types" {
+			types = append(types, b)
+		} else {
+			raw[sfx] = b
+		}
 	}
-	d, err = dwarf.New(base["abbrev"], nil, nil, base["info"], base["line"], nil, base["ranges"], base["str"])
+	d, err = dwarf.New(raw["abbrev"], nil, nil, raw["info"], nil, nil, nil, raw["str"])
 	if err != nil {
 		return nil, secs, true, err
 	}
-	secs = dwarfSections{info: base["info"], abbrev: base["abbrev"], str: base["str"]}
-	for i, s := range f.Sections {
-		sfx := suffix(s)
-		if _, done := base[sfx]; done || sfx == "" {
-			continue
-		}
-		b, err := data(s)
-		if err != nil {
-			return nil, secs, true, err
-		}
-		switch sfx {
-		case "types":
-			err = d.AddTypes(fmt.Sprintf("types-%d", i), b)
-		default:
-			err = d.AddSection(".debug_"+sfx, b)
-		}
-		if err != nil {
-			return nil, secs, true, err
-		}
-		switch sfx {
-		case "line_str":
-			secs.lineStr = b
-		case "str_offsets":
-			secs.strOffsets = b
+	for _, sfx := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
+		if b, ok := raw[sfx]; ok {
+			if err := d.AddSection(".debug_"+sfx, b); err != nil {
+				return nil, secs, true, err
+			}
 		}
 	}
+	for i, b := range types {
+		if err := d.AddTypes(fmt.Sprintf("types-%d", i), b); err != nil {
+			return nil, secs, true, err
+		}
+	}
+	secs = dwarfSections{info: raw["info"], abbrev: raw["abbrev"], str: raw["str"],
+		lineStr: raw["line_str"], strOffsets: raw["str_offsets"]}
 	return d, secs, true, nil
 }
 

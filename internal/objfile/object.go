@@ -501,14 +501,16 @@ func (o *Object) sortedFuncs() []Symbol {
 // .dynsym.
 func (o *Object) indexSymbols() {
 	o.symOnce.Do(func() {
-		o.syms = make(map[string]Symbol)
 		var errs []error
-		syms, err := o.f.Symbols()
-		if err := o.addSymbols(o.syms, &o.funcs, syms, err, ".symtab"); err != nil {
+		syms, serr := o.f.Symbols()
+		dyn, derr := o.f.DynamicSymbols()
+		// Sized once: growing a map of thousands of symbols rehashes it
+		// several times. Most .dynsym names are also in .symtab.
+		o.syms = make(map[string]Symbol, max(len(syms), len(dyn)))
+		if err := o.addSymbols(o.syms, &o.funcs, syms, serr, ".symtab"); err != nil {
 			errs = append(errs, err)
 		}
-		dyn, err := o.f.DynamicSymbols()
-		if err := o.addSymbols(o.syms, &o.funcs, dyn, err, ".dynsym"); err != nil {
+		if err := o.addSymbols(o.syms, &o.funcs, dyn, derr, ".dynsym"); err != nil {
 			errs = append(errs, err)
 		}
 		if len(errs) > 0 {

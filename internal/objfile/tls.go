@@ -144,22 +144,36 @@ func (o *Object) DebugPointer(mem Memory) (uint64, error) {
 }
 
 // RDebug returns the address of the dynamic linker's struct r_debug: the
-// _r_debug symbol (exported by ld.so), or else the DT_DEBUG entry of the
-// executable (the set's first object) read through mem. It reads only the
-// objects' own symbol tables, never separate debug files: ld.so exports
-// _r_debug.
+// DT_DEBUG entry of the executable (the set's first object) read through
+// mem, when it points at an r_debug whose r_version is plausible, or else
+// the _r_debug symbol (exported by ld.so). DT_DEBUG comes first because it
+// costs one small read, where the symbol costs indexing the symbol table of
+// every object before ld.so (a core opens several libraries that way). It
+// reads only the objects' own symbol tables, never separate debug files:
+// ld.so exports _r_debug.
 func (s *Set) RDebug(mem Memory) (uint64, error) {
+	if len(s.objs) == 0 {
+		return 0, fmt.Errorf("objfile: no objects: %w", target.ErrNotFound)
+	}
+	exe := s.objs[0]
+	p, derr := exe.DebugPointer(mem)
+	if derr == nil && p != 0 {
+		// r_debug starts with int r_version: 1, or 2 for glibc's
+		// r_debug_extended.
+		var v [4]byte
+		if err := mem.ReadMemory(v[:], p); err == nil {
+			if ver := exe.f.ByteOrder.Uint32(v[:]); ver >= 1 && ver <= 2 {
+				return p, nil
+			}
+		}
+	}
 	for _, o := range s.objs {
 		if sym, ok := o.lookupOwn("_r_debug"); ok && !sym.TLS() {
 			return sym.Addr, nil
 		}
 	}
-	if len(s.objs) == 0 {
-		return 0, fmt.Errorf("objfile: no objects: %w", target.ErrNotFound)
-	}
-	p, err := s.objs[0].DebugPointer(mem)
-	if err != nil {
-		return 0, err
+	if derr != nil {
+		return 0, derr
 	}
 	if p == 0 {
 		return 0, fmt.Errorf("objfile: neither _r_debug nor a set DT_DEBUG: %w", target.ErrNotFound)

@@ -3,11 +3,9 @@
 package compare_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/libompd"
 	"github.com/ompd-go/ompd/internal/ompdtest"
@@ -33,7 +31,7 @@ import (
 //
 // See BENCHMARKS.md for the figures.
 func BenchmarkSnapshot(b *testing.B) {
-	for _, threads := range []string{"256", "1024"} {
+	for _, threads := range ompdtest.BenchThreads() {
 		b.Run("threads="+threads, func(b *testing.B) {
 			fx := openFixture(b, fixtures.Many, threads)
 			for _, tk := range []string{"core", "cached"} {
@@ -50,35 +48,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 }
 
-func benchOurs(b *testing.B, t target.Target) {
-	ctx := context.Background()
-	snapshot := func(t target.Target) int {
-		as, err := ompd.Open(t)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer as.Close()
-		s, err := as.Snapshot(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(s.Errors) > 0 {
-			b.Fatalf("snapshot errors: %q", s.Errors)
-		}
-		return len(s.Threads)
-	}
-	// Warm the target (its symbol tables and DWARF index, loaded once per
-	// core) and the OS's page cache, untimed and uncounted.
-	snapshot(t)
-	ct := &ompdtest.CountingTarget{Target: t}
-	var threads int
-	cpu := ompdtest.CPUTime()
-	for b.Loop() {
-		threads = snapshot(ct)
-	}
-	ompdtest.ReportCPU(b, cpu)
-	ompdtest.ReportReads(b, ct.Reads.Load(), ct.Bytes.Load(), threads)
-}
+func benchOurs(b *testing.B, t target.Target) { ompdtest.BenchSnapshot(b, t) }
 
 func benchLibompd(b *testing.B, t target.Target) {
 	lib := loadLibompd(b)

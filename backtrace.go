@@ -344,3 +344,106 @@ func (f Frame) String() string {
 	}
 	return s
 }
+
+// SnapshotOption configures AddressSpace.Snapshot.
+type SnapshotOption func(*snapConfig)
+
+type snapConfig struct {
+	backtraces bool
+	btOpts     []BacktraceOption
+}
+
+// WithBacktraces makes a snapshot unwind every thread's stack, with the
+// given backtrace options, into ThreadSnapshot.Frames. Without it a
+// snapshot reads no stacks.
+func WithBacktraces(opts ...BacktraceOption) SnapshotOption {
+	return func(c *snapConfig) {
+		c.backtraces = true
+		c.btOpts = append([]BacktraceOption(nil), opts...)
+	}
+}
+
+// FrameSnapshot is one frame of a thread's backtrace in a Snapshot (see
+// Frame).
+type FrameSnapshot struct {
+	Index         int    `json:"index"`
+	PC            uint64 `json:"pc"`
+	CFA           uint64 `json:"cfa,omitempty"`
+	Function      string `json:"function,omitempty"`
+	File          string `json:"file,omitempty"`
+	Line          int    `json:"line,omitempty"`
+	Object        string `json:"object,omitempty"`
+	Runtime       bool   `json:"runtime"`
+	InRuntimeCall bool   `json:"in_runtime_call,omitempty"`
+	// Task is the id of the task the frame belongs to (as in
+	// TaskSnapshot.ID), "" if none.
+	Task string `json:"task,omitempty"`
+	// Level is the nesting level of that task's region, -1 if unknown.
+	Level int `json:"level"`
+	// Wait is what the frame's task waits in ("taskwait", "barrier",
+	// ...; see BacktraceTask.Wait), on the task's frames only.
+	Wait   string `json:"wait,omitempty"`
+	Folded int    `json:"folded,omitempty"`
+}
+
+// frames fills ts with th's backtrace.
+func (sn *snap) frames(ctx context.Context, th Thread, ts *ThreadSnapshot, opts []BacktraceOption) {
+	bt, err := th.Backtrace(ctx, opts...)
+	if err != nil {
+		sn.note(ts.ID, "backtrace", err)
+		return
+	}
+	if bt.End != nil {
+		ts.StackEnd = bt.End.Error()
+	}
+	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) {
+		sn.note(ts.ID, "backtrace task placement", bt.PlaceErr)
+	}
+	ts.Frames = SnapshotFrames(bt)
+}
+
+// SnapshotFrames converts a backtrace's frames to their Snapshot form.
+func SnapshotFrames(bt *Backtrace) []FrameSnapshot {
+	out := make([]FrameSnapshot, len(bt.Frames))
+	for i, f := range bt.Frames {
+		fs := FrameSnapshot{Index: f.Index, PC: f.PC, CFA: f.CFA, Function: f.Function, File: f.File, Line: f.Line,
+			Object: f.Object, Runtime: f.Runtime, InRuntimeCall: f.InRuntimeCall, Level: -1, Folded: f.Folded}
+		if tk, ok := bt.Task(f); ok {
+			fs.Task, fs.Level, fs.Wait = tk.Task.String(), tk.Level, tk.Wait
+		}
+		out[i] = fs
+	}
+	return out
+}
+
+// StackKey is a short description of where a thread's stack stands, for
+// grouping threads ("how many threads are where"): the functions of its
+// frames, innermost first, with each run of runtime frames (and the
+// libraries the runtime called) folded into the runtime function the
+// program called, and the frames outside every task (a worker's thread
+// start) left out. Threads waiting in the same barrier of the same
+// region have the same key.
+func StackKey(frames []FrameSnapshot) []string {
+	var out []string
+	placed := false
+	for i := 0; i < len(frames); i++ {
+		f := frames[i]
+		if f.Task == "" && placed {
+			break
+		}
+		placed = placed || f.Task != ""
+		if f.Runtime || f.InRuntimeCall {
+			j := i
+			for j+1 < len(frames) && (frames[j+1].Runtime || frames[j+1].InRuntimeCall) && frames[j+1].Task == f.Task {
+				j++
+			}
+			f, i = frames[j], j
+		}
+		name := f.Function
+		if name == "" {
+			name = fmt.Sprintf("%#x", f.PC)
+		}
+		out = append(out, name)
+	}
+	return out
+}

@@ -171,3 +171,50 @@ func TestBacktraceFoldRuntime(t *testing.T) {
 func fixtureSource(file string) bool {
 	return filepath.Base(filepath.Dir(file)) == "testdata"
 }
+
+// TestSnapshotBacktraces: a snapshot has frames only when asked; then
+// every thread has them, the threads waiting in the same barrier share a
+// stack key and the stopper's differs; region and task functions say
+// where they are in the sources.
+func TestSnapshotBacktraces(t *testing.T) {
+	stop, as := openCore(t, fixtures.Many, "8")
+	plain, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	for _, th := range plain.Threads {
+		assert.Empty(t, th.Frames, "no stacks unless asked")
+	}
+	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces(ompd.FoldRuntime()))
+	require.NoError(t, err)
+	keys := map[string]int{}
+	var stopperKey string
+	for _, th := range s.Threads {
+		require.NotEmpty(t, th.Frames, th.ID)
+		assert.Empty(t, th.StackEnd, th.ID)
+		key := strings.Join(ompd.StackKey(th.Frames), " < ")
+		keys[key]++
+		if th.LWP == uint64(stop.Truth.StopTID) {
+			stopperKey = key
+		}
+		for _, p := range th.Parallel {
+			if p.FunctionPC != 0 {
+				assert.Equal(t, "many.c", filepath.Base(p.File), "%s region %s", th.ID, p.ID)
+				assert.Positive(t, p.Line)
+			}
+		}
+		for _, tk := range th.Tasks {
+			if tk.FunctionPC != 0 {
+				assert.Equal(t, "many.c", filepath.Base(tk.File), "%s task %s", th.ID, tk.ID)
+			}
+		}
+	}
+	barrier := len(stop.Truth.ThreadsWithRole(fixtures.RoleBarrier))
+	require.Len(t, keys, 2, "%v", keys)
+	assert.Equal(t, 1, keys[stopperKey])
+	assert.True(t, strings.HasPrefix(stopperKey, "stopme < "), stopperKey)
+	for k, n := range keys {
+		if k != stopperKey {
+			assert.Equal(t, barrier, n, k)
+			assert.True(t, strings.HasPrefix(k, "__kmpc_barrier < "), k)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
 // Parallel is a parallel region (ompd_parallel_handle_t). The zero Parallel
@@ -160,6 +161,11 @@ func (p Parallel) Function() (Function, error) {
 type Function struct {
 	Addr   uint64
 	Symbol string // the symbol containing Addr, "" if unknown
+	// File and Line are the source position of Addr, from the target's
+	// line tables when it has them (target.CodeLocator); "" and 0
+	// otherwise.
+	File string
+	Line int
 }
 
 func (f Function) String() string {
@@ -180,6 +186,14 @@ func (as *AddressSpace) function(addr uint64) Function {
 	f := Function{Addr: addr}
 	if s, ok := as.t.(Symbolizer); ok {
 		f.Symbol, _ = s.SymbolAt(addr)
+	}
+	if cl, ok := as.t.(target.CodeLocator); ok {
+		if loc, err := cl.LocateCode(addr); err == nil {
+			f.File, f.Line = loc.File, loc.Line
+			if f.Symbol == "" {
+				f.Symbol = loc.Function
+			}
+		}
 	}
 	return f
 }

@@ -36,6 +36,12 @@ type ThreadSnapshot struct {
 	Parallel []ParallelSnapshot `json:"parallel"` // innermost first
 	Tasks    []TaskSnapshot     `json:"tasks"`    // current task, then its generating ancestors
 	ICVs     []ICVValue         `json:"icvs"`     // thread ICVs, then the current task's
+	// Frames is the thread's backtrace, innermost first, when the
+	// snapshot was taken WithBacktraces (see Thread.Backtrace).
+	Frames []FrameSnapshot `json:"frames,omitempty"`
+	// StackEnd says why the backtrace stopped before the thread's
+	// outermost frame, "" if it did not (or was not taken).
+	StackEnd string `json:"stack_end,omitempty"`
 }
 
 // ParallelSnapshot is one region of a thread's region nest.
@@ -46,6 +52,8 @@ type ParallelSnapshot struct {
 	NumThreads  int    `json:"num_threads"`
 	Function    string `json:"function,omitempty"`
 	FunctionPC  uint64 `json:"function_pc,omitempty"`
+	File        string `json:"file,omitempty"` // source of the function's entry
+	Line        int    `json:"line,omitempty"`
 }
 
 // TaskSnapshot is one task of a thread's task chain.
@@ -55,6 +63,8 @@ type TaskSnapshot struct {
 	InFinal    bool   `json:"in_final"`
 	Function   string `json:"function,omitempty"`
 	FunctionPC uint64 `json:"function_pc,omitempty"`
+	File       string `json:"file,omitempty"` // source of the function's entry
+	Line       int    `json:"line,omitempty"`
 	ExitFrame  uint64 `json:"exit_frame"`
 	ExitFlags  string `json:"exit_flags,omitempty"`
 	EnterFrame uint64 `json:"enter_frame"`
@@ -103,7 +113,13 @@ func (sn *snap) cut(id, what string, format string, args ...any) {
 // Every chain is walked with a visited set and a bound; where memory makes
 // a chain loop, or its levels stop falling, or the bound is reached, the
 // chain is cut there and Errors says so.
-func (as *AddressSpace) Snapshot(ctx context.Context) (*Snapshot, error) {
+//
+// With the option WithBacktraces, each thread also gets its backtrace.
+func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*Snapshot, error) {
+	var cfg snapConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if err := as.check(); err != nil {
 		return nil, err
 	}
@@ -135,7 +151,11 @@ func (as *AddressSpace) Snapshot(ctx context.Context) (*Snapshot, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s.Threads = append(s.Threads, sn.thread(th))
+		ts := sn.thread(th)
+		if cfg.backtraces {
+			sn.frames(ctx, th, &ts, cfg.btOpts)
+		}
+		s.Threads = append(s.Threads, ts)
 	}
 	return s, nil
 }
@@ -211,7 +231,7 @@ func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
 		ps := ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
 		if d.FunctionErr == nil {
 			f := sn.as.function(d.Function)
-			ps.Function, ps.FunctionPC = f.Symbol, f.Addr
+			ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
 		}
 		out = append(out, ps)
 		if d.EnclosingErr != nil {
@@ -250,7 +270,7 @@ func (sn *snap) tasks(id string, t omprt.Ref) []TaskSnapshot {
 		tk := TaskSnapshot{ID: omprt.TaskName(t).String(), Kind: TaskKind(d.Kind).String(), InFinal: d.InFinal}
 		if d.FunctionErr == nil {
 			f := sn.as.function(d.Function)
-			tk.Function, tk.FunctionPC = f.Symbol, f.Addr
+			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
 		}
 		if sn.tracking && d.FramesErr == nil {
 			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr

@@ -29,6 +29,8 @@ type options struct {
 	vars        bool
 	breakpoints bool
 	summary     bool
+	bt          bool // unwind every thread's stack
+	btRuntime   bool // with bt: show the runtime's frames one by one
 
 	// live programs (launch, events)
 	env envFlags
@@ -43,7 +45,7 @@ func (o *options) init(stderr io.Writer) {
 // flag groups a mode can take.
 const (
 	flagsCommon  = 1 << iota // -json, -q, -debug-dir, -sysroot, -file-map
-	flagsView                // -threads, -thread, -vars, -breakpoints, -summary
+	flagsView                // -threads, -thread, -vars, -breakpoints, -summary, -bt, -bt-runtime
 	flagsProgram             // -env
 	flagsBreak               // -break
 )
@@ -142,6 +144,9 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 		fs.BoolVar(&o.vars, "vars", o.vars, "print the display control variables (OMP_DISPLAY_ENV)")
 		fs.BoolVar(&o.breakpoints, "breakpoints", o.breakpoints, "print the runtime's breakpoint functions")
 		fs.BoolVar(&o.summary, "summary", o.summary, "with -json: print the thread groups instead of the whole snapshot")
+		fs.BoolVar(&o.bt, "bt", o.bt, "unwind every thread's stack: group threads by where they stand, print backtraces\n"+
+			"with their tasks and regions with -threads or -thread (with -json: a frames list per thread)")
+		fs.BoolVar(&o.btRuntime, "bt-runtime", o.btRuntime, "with -bt: show the OpenMP runtime's frames one by one instead of folded into the call")
 	}
 	if which&flagsProgram != 0 {
 		fs.Var(&o.env, "env", "add `KEY=VALUE` to the program's environment (repeatable)")

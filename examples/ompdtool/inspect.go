@@ -164,22 +164,34 @@ func (o *options) readCore(ctx context.Context, exe, path string, rank int) (*om
 		return nil, nil, err
 	}
 	defer c.Close()
-	return read(ctx, c, rank)
+	return o.read(ctx, c, rank)
 }
 
 // read takes the snapshot of the program t shows and its summary as
 // rank.
-func read(ctx context.Context, t target.Target, rank int) (*ompd.Snapshot, *summary.Summary, error) {
+func (o *options) read(ctx context.Context, t target.Target, rank int) (*ompd.Snapshot, *summary.Summary, error) {
 	as, err := ompd.Open(t)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer as.Close()
-	s, err := as.Snapshot(ctx)
+	var opts []ompd.SnapshotOption
+	if o.bt {
+		var bt []ompd.BacktraceOption
+		if !o.btRuntime && !o.json {
+			bt = append(bt, ompd.FoldRuntime())
+		}
+		opts = append(opts, ompd.WithBacktraces(bt...))
+	}
+	s, err := as.Snapshot(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, summary.Of(rank, s, summary.Options{Source: sourceOf(t)}), nil
+	sopts := summary.Options{Source: sourceOf(t)}
+	if o.bt {
+		sopts.Stack = func(t ompd.ThreadSnapshot) []string { return ompd.StackKey(t.Frames) }
+	}
+	return s, summary.Of(rank, s, sopts), nil
 }
 
 // sourceOf returns where the code at a PC is ("file.c:42"), if t can tell.
@@ -204,7 +216,7 @@ func sourceOf(t target.Target) func(pc uint64) string {
 
 // inspect prints the state of the program t shows.
 func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) error {
-	s, sum, err := read(ctx, t, 0)
+	s, sum, err := o.read(ctx, t, 0)
 	if err != nil {
 		return err
 	}

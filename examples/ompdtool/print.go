@@ -160,6 +160,53 @@ func printThread(w io.Writer, t ompd.ThreadSnapshot) {
 		fmt.Fprintf(w, "      function %s\n", fn)
 	}
 	fmt.Fprintf(w, "  ICVs: %s\n", icvLine(t.ICVs))
+	printFrames(w, t)
+}
+
+// printFrames writes the thread's backtrace as gdb does ("#N  0xPC in
+// function (file:line)"), marking where each task of its chain begins
+// (with its region level and what it waits in) and the runtime frames.
+func printFrames(w io.Writer, t ompd.ThreadSnapshot) {
+	if len(t.Frames) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  backtrace:\n")
+	task := "\x00"
+	for _, f := range t.Frames {
+		if f.Task != task {
+			switch {
+			case f.Task == "":
+				fmt.Fprintf(w, "    -- outside the thread's tasks --\n")
+			default:
+				wait := ""
+				if f.Wait != "" {
+					wait = ", waiting in " + f.Wait
+				}
+				fmt.Fprintf(w, "    -- %s (level %d%s) --\n", f.Task, f.Level, wait)
+			}
+			task = f.Task
+		}
+		fn := f.Function
+		if fn == "" {
+			fn = "??"
+		}
+		line := fmt.Sprintf("    #%-3d 0x%016x in %s", f.Index, f.PC, fn)
+		if f.File != "" {
+			line += fmt.Sprintf(" (%s:%d)", f.File, f.Line)
+		} else if f.Object != "" {
+			line += " from " + f.Object
+		}
+		switch {
+		case f.Folded > 1:
+			line += fmt.Sprintf("  [runtime, %d frames]", f.Folded)
+		case f.Runtime || f.InRuntimeCall:
+			line += "  [runtime]"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if t.StackEnd != "" {
+		fmt.Fprintf(w, "    (backtrace stopped: %s)\n", t.StackEnd)
+	}
 }
 
 func onOff(b bool) string {

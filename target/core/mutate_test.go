@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 )
 
 // The mutation harness: seeded, deterministic corruptions of the fixtures'
@@ -44,25 +44,9 @@ const (
 	defaultMutations = 3000
 	mutationDeadline = 60 * time.Second
 	mutationAllocs   = 1 << 30 // bytes allocated by one mutation's walk
-	// walkLimit bounds the harness's own walks of handle chains: an
-	// Enclosing or Generating chain longer than this is endless.
-	walkLimit = 10000
+// walkLimit bounds the harness's own walks of handle chains: an
+// Enclosing or Generating chain longer than this is endless.
 )
-
-// pendingInvariants are the invariants whose failures the harness reports
-// (in the test log, with a reproducer) but does not fail on yet, each with
-// the fix it waits for. They are the walk invariants of issue 15 (items 2,
-// 3, 4, 9), which the per-stop decode of the runtime boundary fixes; an
-// entry goes when that lands.
-var pendingInvariants = map[string]string{
-	"level>=0":       "issue 15 item 2: negative team levels are walked",
-	"levels fall":    "issue 15 item 2/4: levels that do not fall are walked",
-	"active<=level":  "issue 15 item 4: active levels above the level",
-	"team size>=1":   "issue 15 item 9: team sizes not checked",
-	"num<size":       "issue 15 item 9: thread numbers not checked against team sizes",
-	"walk ends":      "issue 15 item 3: cycles in region and task chains",
-	"team size<=max": "issue 15 item 9: team sizes not bounded by the thread table",
-}
 
 // mutationRegressions are mutations that once failed (fixture, seed,
 // index): they run on every test run.
@@ -169,7 +153,7 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 	as, err := ompd.Open(c)
 	require.NoError(t, err)
 	defer as.Close()
-	require.Empty(t, walkAll(as), "the clean core breaks an invariant")
+	require.Empty(t, ompdtest.Invariants(as), "the clean core breaks an invariant")
 
 	// The runtime's structures, found from its symbols and a walk of the
 	// clean core; sizes from its DWARF.
@@ -442,127 +426,10 @@ func (m *mutator) run(mu *mutation) []string {
 	}
 	as, err := ompd.Open(c)
 	if err != nil {
-		return sentinelProblems("open", err)
+		return ompdtest.SentinelProblems("open", err)
 	}
 	defer as.Close()
-	return walkAll(as)
-}
-
-// sentinels are the errors every error of package ompd must match.
-var sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInput, ompd.ErrUnsupported,
-	ompd.ErrNeedsStateTracking, ompd.ErrIncompatible, ompd.ErrReadFailed, ompd.ErrWriteFailed, ompd.ErrCorrupt}
-
-func sentinelProblems(what string, err error) []string {
-	if err == nil {
-		return nil
-	}
-	var out []string
-	if strings.Contains(err.Error(), "\n") {
-		out = append(out, fmt.Sprintf("%s: error with a newline: %q", what, err))
-	}
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return out
-		}
-	}
-	return append(out, fmt.Sprintf("%s: error matches no sentinel: %v", what, err))
-}
-
-// walkAll takes a Snapshot and walks every thread's regions and tasks
-// itself, and returns the broken invariants.
-func walkAll(as *ompd.AddressSpace) []string {
-	var out []string
-	snap, err := as.Snapshot(context.Background())
-	out = append(out, sentinelProblems("snapshot", err)...)
-	if err == nil {
-		out = append(out, checkSnapshot(snap)...)
-	}
-	ths, err := as.Threads()
-	out = append(out, sentinelProblems("threads", err)...)
-	for _, th := range ths {
-		out = append(out, walkRegions(th)...)
-		out = append(out, walkTasks(th)...)
-	}
-	return out
-}
-
-// checkSnapshot checks what a Snapshot says about each thread: region
-// levels are >= 0 and fall strictly from the innermost region outwards,
-// active levels lie in [0, level], team sizes are >= 1 and the thread's
-// number is below its team's size.
-func checkSnapshot(s *ompd.Snapshot) []string {
-	var out []string
-	for _, e := range s.Errors {
-		if strings.Contains(e, "\n") {
-			out = append(out, fmt.Sprintf("snapshot error with a newline: %q", e))
-		}
-	}
-	for _, th := range s.Threads {
-		for i, p := range th.Parallel {
-			if p.Level < 0 {
-				out = append(out, fmt.Sprintf("invariant level>=0: thread %s region %d has level %d", th.ID, i, p.Level))
-			}
-			if i > 0 && p.Level >= th.Parallel[i-1].Level {
-				out = append(out, fmt.Sprintf("invariant levels fall: thread %s region %d has level %d, inside one of level %d", th.ID, i, p.Level, th.Parallel[i-1].Level))
-			}
-			if p.ActiveLevel < 0 || p.ActiveLevel > p.Level {
-				out = append(out, fmt.Sprintf("invariant active<=level: thread %s region %d has active level %d at level %d", th.ID, i, p.ActiveLevel, p.Level))
-			}
-			if p.NumThreads < 1 {
-				out = append(out, fmt.Sprintf("invariant team size>=1: thread %s region %d has %d threads", th.ID, i, p.NumThreads))
-			}
-		}
-		if len(th.Parallel) > 0 && th.Num >= th.Parallel[0].NumThreads {
-			out = append(out, fmt.Sprintf("invariant num<size: thread %s is number %d in a team of %d", th.ID, th.Num, th.Parallel[0].NumThreads))
-		}
-	}
-	return out
-}
-
-// walkRegions follows Enclosing from the thread's current region and
-// checks the same invariants on the handles, and that the walk ends.
-func walkRegions(th ompd.Thread) []string {
-	var out []string
-	p, err := th.CurrentParallel()
-	prev := -1
-	for n := 0; err == nil; n++ {
-		if n == walkLimit {
-			return append(out, fmt.Sprintf("invariant walk ends: thread %v: Enclosing still answers after %d steps", th, n))
-		}
-		lvl, lerr := p.Level()
-		act, aerr := p.ActiveLevel()
-		out = append(out, sentinelProblems("level", lerr)...)
-		out = append(out, sentinelProblems("active level", aerr)...)
-		if lerr == nil {
-			if lvl < 0 {
-				out = append(out, fmt.Sprintf("invariant level>=0: thread %v: Enclosing step %d at level %d", th, n, lvl))
-				break
-			}
-			if prev >= 0 && lvl >= prev {
-				out = append(out, fmt.Sprintf("invariant levels fall: thread %v: Enclosing step %d at level %d after %d", th, n, lvl, prev))
-				break
-			}
-			if aerr == nil && (act < 0 || act > lvl) {
-				out = append(out, fmt.Sprintf("invariant active<=level: thread %v: Enclosing step %d active level %d at level %d", th, n, act, lvl))
-			}
-			prev = lvl
-		}
-		p, err = p.Enclosing()
-	}
-	return append(out, sentinelProblems("enclosing", err)...)
-}
-
-// walkTasks follows Generating from the thread's current task: the walk
-// must end.
-func walkTasks(th ompd.Thread) []string {
-	tk, err := th.CurrentTask()
-	for n := 0; err == nil; n++ {
-		if n == walkLimit {
-			return []string{fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)}
-		}
-		tk, err = tk.Generating()
-	}
-	return sentinelProblems("generating", err)
+	return ompdtest.Invariants(as)
 }
 
 // mutationBudget reads OMPD_GO_MUTATIONS: a count, or a duration.
@@ -629,7 +496,7 @@ func TestMutatedCores(t *testing.T) {
 		}
 		var real []string
 		for _, p := range dedupe(problems) {
-			if inv := invariantOf(p); pendingInvariants[inv] != "" {
+			if inv := ompdtest.InvariantOf(p); ompdtest.PendingInvariants[inv] != "" {
 				pending[inv] = append(pending[inv], mu.String())
 				continue
 			}
@@ -664,19 +531,8 @@ func TestMutatedCores(t *testing.T) {
 	sort.Strings(invs)
 	for _, inv := range invs {
 		ms := dedupe(pending[inv])
-		t.Logf("NOT CHECKED (pending, %s): invariant %q broken by %d mutations, for instance %s", pendingInvariants[inv], inv, len(ms), ms[0])
+		t.Logf("NOT CHECKED (pending, %s): invariant %q broken by %d mutations, for instance %s", ompdtest.PendingInvariants[inv], inv, len(ms), ms[0])
 	}
-}
-
-// invariantOf returns the name of the invariant a problem breaks, "" for
-// other problems.
-func invariantOf(p string) string {
-	name, ok := strings.CutPrefix(p, "invariant ")
-	if !ok {
-		return ""
-	}
-	name, _, _ = strings.Cut(name, ":")
-	return name
 }
 
 func dedupe(s []string) []string {

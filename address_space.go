@@ -14,11 +14,15 @@ import (
 type AddressSpace struct {
 	t      target.Target
 	rt     omprt.Runtime
+	others []string // the other runtimes loaded, not read
 	closed atomic.Bool
 }
 
-// Open detects the OpenMP runtime in t (LLVM's libomp), reads its layout
-// and returns its address space (ompd_process_initialize).
+// Open detects the OpenMP runtime in t (LLVM's libomp or GCC's libgomp),
+// reads its layout and returns its address space
+// (ompd_process_initialize). When the target holds both, it reads the one
+// whose threads the program uses and names the other in
+// Runtime().AlsoLoaded.
 //
 // A target with no OpenMP runtime gives an error matching ErrNoRuntime
 // (and ErrIncompatible). A runtime that is loaded (it exports
@@ -46,21 +50,52 @@ func Open(t target.Target) (*AddressSpace, error) {
 		return nil, errorf(ErrBadInput, "open: target has no byte order")
 	}
 	var errs []error
+	var found []omprt.Runtime
+	var failed error
 	for _, open := range runtimes() {
 		rt, err := open(t)
 		if err == nil {
-			return &AddressSpace{t: t, rt: rt}, nil
+			found = append(found, rt)
+			continue
 		}
-		if !errors.Is(err, ErrNoRuntime) {
-			// The runtime is there but cannot be read: say why.
-			return nil, err
+		if !errors.Is(err, ErrNoRuntime) && failed == nil {
+			failed = err
 		}
 		errs = append(errs, err)
+	}
+	if len(found) > 0 {
+		return choose(t, found), nil
+	}
+	if failed != nil {
+		// A runtime is there but cannot be read: say why.
+		return nil, failed
 	}
 	if len(errs) == 1 {
 		return nil, errs[0]
 	}
 	return nil, fmt.Errorf("%w (%w)", ErrNoRuntime, errors.Join(errs...))
+}
+
+// choose picks, among the runtimes loaded in one target, the one whose
+// OpenMP threads the program uses (the most threads; the first listed on a
+// tie), and records the others.
+func choose(t target.Target, found []omprt.Runtime) *AddressSpace {
+	if len(found) == 1 {
+		return &AddressSpace{t: t, rt: found[0]}
+	}
+	best, most := 0, -1
+	for i, rt := range found {
+		if refs, err := rt.Threads(); err == nil && len(refs) > most {
+			best, most = i, len(refs)
+		}
+	}
+	as := &AddressSpace{t: t, rt: found[best]}
+	for i, rt := range found {
+		if i != best {
+			as.others = append(as.others, rt.Info().Name)
+		}
+	}
+	return as
 }
 
 // Close releases the address space (ompd_rel_address_space_handle). Handles
@@ -77,16 +112,20 @@ func (as *AddressSpace) Target() target.Target { return as.t }
 
 // RuntimeInfo says which OpenMP runtime an address space reads.
 type RuntimeInfo struct {
-	Name    string       // "LLVM libomp"
+	Name    string       // "LLVM libomp", "GNU libgomp"
 	Version string       // the runtime's version where it records one, else ""
 	Layout  LayoutSource // where its structure layout came from
+	// AlsoLoaded names the other OpenMP runtimes the target holds, which
+	// this address space does not read: when a program loads two, Open
+	// reads the one whose threads it uses.
+	AlsoLoaded []string
 }
 
 // Runtime says which OpenMP runtime the address space reads and where its
 // layout came from.
 func (as *AddressSpace) Runtime() RuntimeInfo {
 	i := as.rt.Info()
-	return RuntimeInfo{Name: i.Name, Version: i.Version, Layout: LayoutSource(i.Layout)}
+	return RuntimeInfo{Name: i.Name, Version: i.Version, Layout: LayoutSource(i.Layout), AlsoLoaded: append([]string(nil), as.others...)}
 }
 
 // LayoutSource says where the runtime's structure layout was read from.

@@ -1,5 +1,6 @@
 // Package ompd is a pure-Go implementation of OMPD, the OpenMP debugger
-// support interface, for LLVM's OpenMP runtime (libomp).
+// support interface, for LLVM's OpenMP runtime (libomp) and GCC's
+// (libgomp).
 //
 // A debugger hands the package a view of a stopped OpenMP program, a
 // [target.Target] (a core file through target/core, a live process through
@@ -41,6 +42,7 @@ package ompd
 import (
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/gomp"
 	"github.com/ompd-go/ompd/internal/kmp"
 	"github.com/ompd-go/ompd/internal/omprt"
 )
@@ -53,7 +55,7 @@ const Version = 201811
 // VersionString describes this implementation, as ompd_get_version_string
 // does.
 func VersionString() string {
-	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP 5.1 debugging interface) for LLVM OpenMP runtimes", Version)
+	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP 5.1 debugging interface) for LLVM's libomp and GCC's libgomp", Version)
 }
 
 // Errors returned by this package, matching OMPD's return codes. Use
@@ -101,7 +103,7 @@ var (
 // runtimes lists the runtime packages Open asks, in order. Adding a
 // runtime is adding its opener here.
 func runtimes() []omprt.Opener {
-	return []omprt.Opener{kmp.Open}
+	return []omprt.Opener{kmp.Open, gomp.Open}
 }
 
 // errorf returns an error matching kind, with a context message formatted

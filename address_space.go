@@ -175,6 +175,10 @@ type ControlVar struct {
 	// DisplayControlVars); RuntimeRaw is then the runtime's line.
 	Corrected  bool   `json:"corrected"`
 	RuntimeRaw string `json:"runtime_raw,omitempty"`
+	// Stale tells that the value is the runtime's start-up text, which
+	// no runtime state confirms: the program may run with another value
+	// (the runtime recorded it before reading the environment).
+	Stale bool `json:"stale"`
 }
 
 func (c ControlVar) String() string { return c.Raw }
@@ -183,13 +187,15 @@ func (c ControlVar) String() string { return c.Raw }
 // OMP_DISPLAY_ENV=verbose prints, NAME=value, in the runtime's order.
 //
 // LLVM's runtime records them at start-up before it reads the environment,
-// so its record shows the defaults (LLVM's libompd reports those). Where
-// the value of an OMP_* variable sits in runtime state this package reads
-// (schedule, thread counts, binding, levels, limits, cancellation, priority,
-// affinity format and display, stack size, default device, dynamic), it is
-// replaced by the value the program runs with, and Corrected is set. The
-// others (OMP_PLACES, OMP_WAIT_POLICY, the KMP_* variables, ...) keep the
-// runtime's start-up text.
+// so its record shows the defaults (LLVM's libompd reports those), and
+// leaves OMP_WAIT_POLICY and KMP_LIBRARY out. Where the value of a variable
+// sits in runtime state this package reads (schedule, thread counts,
+// binding, places, levels, limits, teams, cancellation, priority, affinity
+// format and display, OMP_DISPLAY_ENV, stack sizes, default device,
+// dynamic, wait policy and library, block time), it is replaced by the
+// value the program runs with (Corrected is set when it differs), and the
+// missing ones are added. The others (most KMP_* tuning variables) keep
+// the runtime's start-up text and are marked Stale.
 func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err := as.check(); err != nil {
 		return nil, err

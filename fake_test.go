@@ -925,10 +925,10 @@ func TestFakeDisplayControlVars(t *testing.T) {
 		vars, err = as.DisplayControlVars()
 		require.NoError(t, err)
 		assert.Equal(t, []ompd.ControlVar{
-			{Name: "A", Value: "1", Raw: "A=1"},
-			{Name: "B", Value: "", Raw: "B"},
-			{Name: "C", Value: "x=y", Raw: "C='x=y'"},
-			{Name: "D", Value: "'", Raw: "D='"},
+			{Name: "A", Value: "1", Raw: "A=1", Stale: true},
+			{Name: "B", Value: "", Raw: "B", Stale: true},
+			{Name: "C", Value: "x=y", Raw: "C='x=y'", Stale: true},
+			{Name: "D", Value: "'", Raw: "D='", Stale: true},
 		}, vars)
 
 		s.RT.SetEnvBlock("")

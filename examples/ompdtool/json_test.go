@@ -56,10 +56,24 @@ func TestJSONSchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
 	require.NotEmpty(t, s.DisplayVars)
 	require.NotEmpty(t, s.Breakpoints)
-	for _, k := range []string{"name", "value", "raw", "corrected"} {
+	for _, k := range []string{"name", "value", "raw", "corrected", "stale"} {
 		assert.Contains(t, s.DisplayVars[0], k)
 	}
 	for _, k := range []string{"name", "addr"} {
 		assert.Contains(t, s.Breakpoints[0], k)
 	}
+}
+
+// TestDisplayVarsText: -vars marks what only the runtime's start-up text
+// gives, and shows what the runtime left out or recorded wrongly.
+func TestDisplayVarsText(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.ICVs)
+	code, out, errOut := execTool(context.Background(), "core", "-vars", stop.Exe, stop.Core)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^  OMP_WAIT_POLICY=PASSIVE +\(the runtime recorded nothing\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_BLOCKTIME=0ms +\(the runtime recorded 200ms\)$`, out)
+	assert.Regexp(t, `(?m)^  OMP_SCHEDULE='dynamic,7' +\(the runtime recorded 'static'\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_AFFINITY=.* +\(start-up text, may be stale\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_ABORT_DELAY=0 +\(start-up text, may be stale\)$`, out)
 }

@@ -84,7 +84,16 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 	if v.vars {
 		fmt.Fprintf(w, "\nDisplay control variables:\n")
 		for _, cv := range s.DisplayVars {
-			fmt.Fprintf(w, "  %s\n", cv.Raw)
+			switch {
+			case cv.Stale:
+				fmt.Fprintf(w, "  %-50s (start-up text, may be stale)\n", cv.Raw)
+			case cv.Corrected && cv.RuntimeRaw != "":
+				fmt.Fprintf(w, "  %-50s (the runtime recorded %s)\n", cv.Raw, strings.TrimPrefix(cv.RuntimeRaw, cv.Name+"="))
+			case cv.Corrected:
+				fmt.Fprintf(w, "  %-50s (the runtime recorded nothing)\n", cv.Raw)
+			default:
+				fmt.Fprintf(w, "  %s\n", cv.Raw)
+			}
 		}
 	}
 	if v.breakpoints {

@@ -13,6 +13,7 @@ import (
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/libompd"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
 )
@@ -467,6 +468,9 @@ func (s *session) addressSpace() {
 	vars, oerr := s.as.DisplayControlVars()
 	for _, v := range vars {
 		shown = append(shown, v.Raw)
+		if v.Corrected && v.RuntimeRaw == "" {
+			continue // added: the block leaves it out (OMP_WAIT_POLICY, KMP_LIBRARY)
+		}
 		if v.Corrected {
 			raw = append(raw, v.RuntimeRaw)
 		} else {
@@ -503,7 +507,7 @@ func (s *session) displayTruth(vars []ompd.ControlVar) *truth {
 			continue
 		}
 		checked++
-		if !strings.EqualFold(w, v.Value) {
+		if !ompdtest.DisplayValueMatches(v.Name, w, v.Value, s.tr) {
 			bad = append(bad, fmt.Sprintf("%s=%s (program: %s)", v.Name, v.Value, w))
 		}
 	}

@@ -407,41 +407,90 @@ func procBindNumbers(env string) string {
 	return strings.Join(out, ",")
 }
 
+// checkDisplay compares the display control variables with what the
+// runtime itself printed for OMP_DISPLAY_ENV=verbose once it had read the
+// environment: every variable it printed is there, every one not marked
+// stale has the value it printed, and the ones the issue named (wait
+// policy, places, display env, block time, teams thread limit) are not
+// stale.
 func checkDisplay(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	vars, err := as.DisplayControlVars()
 	require.NoError(t, err)
-	got := map[string]string{}
+	got := map[string]ompd.ControlVar{}
 	for _, v := range vars {
-		got[v.Name] = v.Value
+		got[v.Name] = v
 	}
 	require.NotEmpty(t, truth.Display)
-	seen := 0
-	for _, line := range truth.Display {
+	printed := displayLines(truth.Display)
+	require.Greater(t, len(printed), 50, "the runtime's display lines")
+	checked, stale := 0, 0
+	for name, val := range printed {
+		v, ok := got[name]
+		if !assert.True(t, ok, "display variable %s (printed as %q) missing", name, val) {
+			continue
+		}
+		if v.Stale {
+			stale++
+			continue
+		}
+		checked++
+		assert.True(t, DisplayValueMatches(name, val, v.Value, truth), "display variable %s: %s, printed %q", name, v.Raw, val)
+	}
+	assert.Greater(t, checked, 20, "display variables checked against the runtime's")
+	assert.Greater(t, stale, 0, "some variables are only start-up text")
+	for _, name := range []string{"OMP_WAIT_POLICY", "KMP_LIBRARY", "OMP_PLACES", "OMP_DISPLAY_ENV", "KMP_BLOCKTIME", "KMP_TEAMS_THREAD_LIMIT"} {
+		assert.False(t, got[name].Stale, "%s must come from runtime state", name)
+	}
+	for name, val := range truth.Env {
+		if name == "OMP_SCHEDULE" || name == "OMP_AFFINITY_FORMAT" {
+			assert.Equal(t, val, got[name].Value, "display variable %s as set", name)
+		}
+	}
+}
+
+// DisplayValueMatches tells whether got, a display control variable's
+// value, is the value the runtime printed for OMP_DISPLAY_ENV (case aside).
+// OMP_PLACES may also carry the count of places: the runtime counts them
+// when it first binds threads, after it printed them, and prints the count
+// from then on; it must be what omp_get_num_places answered.
+func DisplayValueMatches(name, printed, got string, truth *fixtures.Truth) bool {
+	if strings.EqualFold(printed, got) {
+		return true
+	}
+	if name != "OMP_PLACES" || strings.Contains(printed, "(") {
+		return false
+	}
+	for _, th := range truth.Threads {
+		if th.ICV != nil {
+			return strings.EqualFold(fmt.Sprintf("%s(%d)", printed, th.ICV.NumPlaces), got)
+		}
+	}
+	return false
+}
+
+// displayLines parses what the runtime printed for OMP_DISPLAY_ENV=verbose
+// ("  [host] NAME='value'", "  [host] NAME: value is not defined") into
+// values as the display control variables give them: quotes dropped,
+// "undefined" for an undefined one. _OPENMP is left out.
+func displayLines(lines []string) map[string]string {
+	out := map[string]string{}
+	for _, line := range lines {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "[host] ")
-		if !strings.HasPrefix(line, "OMP_") || strings.Contains(line, "OMP_DISPLAY_ENV") {
+		if strings.HasPrefix(line, "_OPENMP") || strings.HasPrefix(line, "OPENMP DISPLAY") {
+			continue
+		}
+		if name, ok := strings.CutSuffix(line, ": value is not defined"); ok {
+			out[name] = "undefined"
 			continue
 		}
 		name, val, ok := strings.Cut(line, "=")
 		if !ok {
 			continue
 		}
-		val = strings.Trim(val, "'")
-		if name == "OMP_PLACES" {
-			// Not corrected: the runtime keeps places in its affinity
-			// structures, and its display block has the default text.
-			continue
-		}
-		if gv, ok := got[name]; ok {
-			assert.Equal(t, strings.ToLower(val), strings.ToLower(gv), "display variable %s", name)
-			seen++
-		}
+		// The runtime leaves the closing quote off KMP_BLOCKTIME.
+		out[name] = strings.TrimSuffix(strings.TrimPrefix(val, "'"), "'")
 	}
-	assert.Greater(t, seen, 5, "display variables in common with OMP_DISPLAY_ENV")
-	for name, val := range truth.Env {
-		if name == "OMP_SCHEDULE" || name == "OMP_AFFINITY_FORMAT" {
-			assert.Equal(t, val, got[name], "display variable %s as set", name)
-		}
-	}
+	return out
 }
 
 func checkTasks(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tracking bool) {

@@ -213,6 +213,7 @@ type ControlVar struct {
 	Name, Value, Raw string
 	Corrected        bool
 	RuntimeRaw       string
+	Stale            bool
 }
 
 // Breakpoint is a runtime function a debugger can stop in.

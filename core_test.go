@@ -55,7 +55,24 @@ func fixtureCases(manyThreads string) []fixtureCase {
 }
 
 // TestFixtureCores compares every answer of the API on each fixture's core
-// with what the program itself recorded at the stop.
+// with what the program itself recorded at the stop, and with what the
+// runtime itself answered through OMPT (frames, task kinds).
+//
+// Bugs planted one at a time to check that real cores catch them (each
+// makes this test fail; TestDifferential in internal/compare fails too
+// where noted):
+//   - the exit and enter flag fields of a task frame swapped
+//     (internal/kmp/task.go, taskFrames): tasks (undeferred tasks have
+//     application|framepointer on one side only); also TestDifferential;
+//   - the frames of the wrong serialized level (lwt(team, j+1) instead of
+//     lwt(team, j)): serialized, exact exit frames per level from OMPT;
+//   - Task.Nested with >= instead of > (icv.go): tasks and many, where
+//     max-active-levels is 1 (every thread records omp_get_nested now);
+//   - ErrIncomplete for a one-element list (len(List) > 0 instead of > 1,
+//     icv.go icvInt): nested (checkICVs: incomplete only when the list has
+//     more);
+//   - (seeded by the fixtures' OMPT chains) a chain one task short or long
+//     fails "the task chain as long as OMPT's" in every fixture.
 func TestFixtureCores(t *testing.T) {
 	for _, c := range fixtureCases("256") {
 		t.Run(c.String(), func(t *testing.T) {
@@ -97,14 +114,18 @@ func TestSerializedLevels(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, serialized, 3, "the fixture nests at least 3 serialized regions")
-	// Handles of distinct levels differ, and are stable.
+	// Handles of distinct levels differ, and are stable: walking the nest
+	// again gives equal handles with the same ids.
 	seen := map[string]bool{}
 	for _, p := range regions {
 		assert.False(t, seen[p.String()], "duplicate id %s", p)
 		seen[p.String()] = true
-		again, err := th.CurrentParallel()
-		require.NoError(t, err)
-		_ = again
+	}
+	again := ompdtest.Regions(t, th)
+	require.Len(t, again, len(regions))
+	for i := range regions {
+		assert.True(t, again[i].Equal(regions[i]), "region %d: %v, then %v", i, regions[i], again[i])
+		assert.Equal(t, regions[i].String(), again[i].String())
 	}
 	cur, err := th.CurrentParallel()
 	require.NoError(t, err)

@@ -155,8 +155,11 @@ func (as *AddressSpace) ICVs() []ICV {
 type Scope interface {
 	// ScopeKind says which ICVs the handle holds.
 	ScopeKind() ScopeKind
-	// ICV returns the integer value of the ICV. String-valued ICVs give
-	// ErrUnsupported; list-valued ones give their first element.
+	// ICV returns the integer value of the ICV. Text ICVs have none: an
+	// error matching ErrIncompatible (OMPD's ompd_rc_incompatible).
+	// List-valued ones give their first element, and with it an error
+	// matching ErrIncomplete when the list has more elements (OMPD's
+	// ompd_rc_incomplete).
 	ICV(id ICV) (int64, error)
 	// ICVString returns the value as text. List-valued ICVs give their
 	// whole list, comma separated.
@@ -206,13 +209,16 @@ func (as *AddressSpace) icv(sc omprt.ScopeRef, id ICV) (omprt.Value, error) {
 	return as.rt.ICV(sc, omprt.ICV(id))
 }
 
-// icvInt is the integer value of an ICV; text-only ICVs give ErrUnsupported.
+// icvInt is the integer value of an ICV, as Scope.ICV documents it.
 func icvInt(v omprt.Value, err error, id ICV) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
 	if v.IsString {
-		return 0, errorf(ErrUnsupported, "ICV %s is a string: use ICVString", id)
+		return 0, errorf(ErrIncompatible, "ICV %s is text, not an integer: use ICVString", id)
+	}
+	if len(v.List) > 1 {
+		return v.Int, errorf(ErrIncomplete, "ICV %s is a list of %d elements, this is the first: use ICVString for all", id, len(v.List))
 	}
 	return v.Int, nil
 }
@@ -246,7 +252,8 @@ func (as *AddressSpace) ICV(id ICV) (int64, error) {
 // ICVString returns an address-space ICV as text.
 func (as *AddressSpace) ICVString(id ICV) (string, error) { return icvText(as.icv(as.scope(), id)) }
 
-// ICV returns a thread ICV; nthreads-var gives its first element.
+// ICV returns a thread ICV (see Scope.ICV); nthreads-var gives its first
+// element, with ErrIncomplete if the list has more.
 func (t Thread) ICV(id ICV) (int64, error) {
 	v, err := t.as.icv(t.scope(), id)
 	return icvInt(v, err, id)
@@ -270,8 +277,8 @@ func (t Thread) NthreadsList() ([]int64, error) {
 // MaxThreads returns the thread's omp_get_max_threads (ompd_get_max_threads):
 // the first element of its nthreads-var.
 func (t Thread) MaxThreads() (int, error) {
-	v, err := t.ICV(ICVNthreadsVar)
-	return int(v), err
+	v, err := t.as.icv(t.scope(), ICVNthreadsVar)
+	return int(v.Int), err
 }
 
 // Dynamic reports the thread's dyn-var (ompd_get_dynamic; omp_get_dynamic).
@@ -291,7 +298,8 @@ func (p Parallel) ICVString(id ICV) (string, error) { return icvText(p.as.icv(p.
 
 // ICV returns a task ICV. run-sched-var gives the schedule kind as
 // omp_get_schedule reports it (an omp_sched_t value, with the monotonic
-// bit); bind-var gives its first element.
+// bit); bind-var gives its first element, with ErrIncomplete if the list
+// has more (see Scope.ICV).
 func (t Task) ICV(id ICV) (int64, error) {
 	v, err := t.as.icv(t.scope(), id)
 	return icvInt(v, err, id)

@@ -81,8 +81,15 @@ var (
 	// not track what is asked for.
 	ErrNeedsStateTracking = omprt.ErrNeedsStateTracking
 	// ErrIncompatible (ompd_rc_incompatible): the target's OpenMP runtime
-	// is not one this package can read.
+	// is not one this package can read, or a value cannot be given in the
+	// form asked for (a text ICV read as an integer: use ICVString).
 	ErrIncompatible = omprt.ErrIncompatible
+	// ErrIncomplete (ompd_rc_incomplete): the answer is only part of the
+	// value, and comes with the error: a list-valued ICV (nthreads-var,
+	// bind-var) read as one integer gives its first element and
+	// ErrIncomplete when the list has more (ICVString and the typed
+	// accessors, such as Thread.NthreadsList, give all of it).
+	ErrIncomplete = omprt.ErrIncomplete
 	// ErrNoRuntime: the target has no OpenMP runtime at all. It also
 	// matches ErrIncompatible, as OMPD reports this case.
 	ErrNoRuntime = omprt.ErrNoRuntime

@@ -16,7 +16,8 @@ var (
 	ErrBadInput           = errors.New("ompd: bad input")
 	ErrUnsupported        = errors.New("ompd: unsupported")
 	ErrNeedsStateTracking = errors.New("ompd: needs state tracking (run the program with OMP_DEBUG=enabled)")
-	ErrIncompatible       = errors.New("ompd: incompatible runtime")
+	ErrIncompatible       = errors.New("ompd: incompatible")
+	ErrIncomplete         = errors.New("ompd: incomplete answer")
 	ErrNoRuntime          = &noRuntimeError{}
 	ErrReadFailed         = errors.New("ompd: target read failed")
 	ErrWriteFailed        = errors.New("ompd: target write failed")

@@ -131,11 +131,17 @@ func (as *AddressSpace) Runtime() RuntimeInfo {
 // LayoutSource says where the runtime's structure layout was read from.
 func (as *AddressSpace) LayoutSource() LayoutSource { return LayoutSource(as.rt.Info().Layout) }
 
-// Refresh drops everything cached from target memory. Call it after a live
-// target ran and stopped again; a stopped target or a core never needs it.
+// Refresh drops everything cached from target memory, the target's own
+// caches too (target.Refresher). Call it after a live target ran and
+// stopped again; a stopped target or a core never needs it.
 // Handles stay usable: they are checked against the new memory and fail with
 // ErrStaleHandle where the runtime shows their object is gone.
-func (as *AddressSpace) Refresh() { as.rt.Refresh() }
+func (as *AddressSpace) Refresh() {
+	if r, ok := as.t.(target.Refresher); ok {
+		r.Refresh()
+	}
+	as.rt.Refresh()
+}
 
 func (as *AddressSpace) check() error {
 	if as == nil {

@@ -50,6 +50,14 @@ var (
 	ErrObjectMissing = errors.New("some objects of the target could not be loaded")
 )
 
+// Refresher is implemented by targets that cache what they read from a
+// live process. Refresh drops those caches, and makes the next access
+// check that the process is still there; ompd.AddressSpace.Refresh calls
+// it.
+type Refresher interface {
+	Refresh()
+}
+
 // ReadError reports a failed memory read or write. It wraps the cause, which
 // is usually ErrNoMemory.
 type ReadError struct {

@@ -1,10 +1,10 @@
 package kmp
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ompd-go/ompd/internal/errjoin"
-
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 )
@@ -88,7 +88,7 @@ func (r *tableReader) u64(sym string) uint64 {
 	}
 	addr, err := r.t.LookupSymbol(sym)
 	if err != nil {
-		r.err = wrapErr(ErrIncompatible, err, "layout table %s", sym)
+		r.err = lookupErr(err, "layout table %s", sym)
 		return 0
 	}
 	b, err := r.mem.Read(addr, 8)
@@ -116,7 +116,7 @@ func (r *tableReader) mask(typ, member string) []byte {
 	}
 	addr, err := r.t.LookupSymbol(sym)
 	if err != nil {
-		r.err = wrapErr(ErrIncompatible, err, "layout table %s", sym)
+		r.err = lookupErr(err, "layout table %s", sym)
 		return nil
 	}
 	b, err := r.mem.Read(addr, 8)
@@ -125,6 +125,17 @@ func (r *tableReader) mask(typ, member string) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// lookupErr is the error of a failed lookup of a layout table: a symbol
+// the runtime lacks makes it one this package cannot read
+// (ErrIncompatible); a target that could not look (a process that died
+// meanwhile, say) is a failed read, with the target's cause.
+func lookupErr(err error, format string, args ...any) error {
+	if errors.Is(err, target.ErrNotFound) {
+		return wrapErr(ErrIncompatible, err, format, args...)
+	}
+	return wrapErr(ErrReadFailed, err, format, args...)
 }
 
 // in shifts a field of a nested structure by the offset of that structure.

@@ -646,3 +646,81 @@ func TestNewSession(t *testing.T) {
 	_, err = as.Threads()
 	assert.Error(t, err)
 }
+
+// TestLiveDeaths kills the process from outside while it is stopped and
+// while it runs, and detaches from it: every later answer, after the
+// address space's Refresh, is an error matching ErrExited (or
+// ErrDetached), never what the caches still hold.
+func TestLiveDeaths(t *testing.T) {
+	r := newRun(t, fixtures.Nested)
+	ctx := testContext(t)
+	stopped := func(t *testing.T) (*Process, *ompd.AddressSpace) {
+		p := r.launch(t)
+		_, err := p.RunToFunction(ctx, "stopme")
+		require.NoError(t, err)
+		as, err := ompd.Open(p)
+		require.NoError(t, err)
+		t.Cleanup(func() { as.Close() })
+		snap, err := as.Snapshot(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, snap.Threads)
+		return p, as
+	}
+	// after checks every way of reading the process after it is gone.
+	after := func(t *testing.T, p *Process, as *ompd.AddressSpace, want error) {
+		t.Helper()
+		as.Refresh()
+		snap, err := as.Snapshot(ctx)
+		if err == nil {
+			assert.Empty(t, snap.Threads, "a snapshot of a gone process: %+v", snap)
+		}
+		assert.ErrorIs(t, err, want)
+		_, err = as.Threads()
+		assert.ErrorIs(t, err, want)
+		_, err = p.Threads()
+		assert.ErrorIs(t, err, want)
+		err = p.ReadMemory(make([]byte, 8), 0x1000)
+		assert.ErrorIs(t, err, want)
+		assert.NotContains(t, err.Error(), "\n")
+		_, err = ompd.Open(p)
+		assert.ErrorIs(t, err, want)
+		assert.NotErrorIs(t, err, ompd.ErrIncompatible)
+	}
+
+	t.Run("SIGKILL while stopped", func(t *testing.T) {
+		p, as := stopped(t)
+		require.NoError(t, syscall.Kill(p.Pid(), syscall.SIGKILL))
+		require.Eventually(t, func() bool { return zombie(p.Pid()) }, 10*time.Second, 10*time.Millisecond)
+		after(t, p, as, ErrExited)
+		assert.NoError(t, p.Kill())
+		assert.ErrorIs(t, p.Continue(ctx), ErrExited)
+	})
+	t.Run("SIGKILL while running", func(t *testing.T) {
+		// Held in stopme, the program runs until killed.
+		p, err := Launch([]string{r.exe}, WithEnv(r.env), WithExtraEnv("OMPD_FIXTURE_HOLD=1"))
+		unavailable(t, err)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Kill() })
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+		}()
+		err = p.Continue(ctx)
+		require.ErrorIs(t, err, ErrExited)
+		_, err = p.OpenRuntime(ctx)
+		assert.ErrorIs(t, err, ErrExited)
+		assert.NotErrorIs(t, err, ompd.ErrIncompatible)
+		_, err = ompd.Open(p)
+		assert.ErrorIs(t, err, ErrExited)
+	})
+	t.Run("Detach", func(t *testing.T) {
+		p, as := stopped(t)
+		pid := p.Pid()
+		require.NoError(t, p.Detach(false))
+		t.Cleanup(func() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_, _ = p.Wait()
+		})
+		after(t, p, as, ErrDetached)
+	})
+}

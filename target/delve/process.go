@@ -575,6 +575,11 @@ func (p *Process) Detach(kill bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited != nil {
+		if !p.gone.Load() {
+			// Found dead (killed from outside) by a read: collect it.
+			p.killStoppedLocked()
+			p.setExitedLocked(p.exited)
+		}
 		return nil
 	}
 	// Remove our breakpoints from the code first: Delve's Detach removes
@@ -583,6 +588,7 @@ func (p *Process) Detach(kill bool) error {
 	err := p.grp.Detach(false)
 	p.exited = fmt.Errorf("process %d: %w", p.pid, ErrDetached)
 	p.gone.Store(true)
+	p.dropCachesLocked()
 	_ = p.closeObjectsLocked()
 	if err != nil {
 		return fmt.Errorf("delve: detach process %d: %w", p.pid, err)
@@ -602,6 +608,12 @@ func (p *Process) Kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited != nil {
+		if !p.gone.Load() {
+			// Found dead (killed from outside) by a read: collect it
+			// and let Delve forget it.
+			p.killStoppedLocked()
+			p.setExitedLocked(p.exited)
+		}
 		return nil
 	}
 	p.killStoppedLocked()

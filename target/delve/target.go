@@ -1,9 +1,11 @@
 package delve
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 
@@ -48,6 +50,10 @@ type Target struct {
 	dt *proc.Target
 
 	exited error // set once the process is gone (ErrExited or ErrDetached)
+	// recheck makes the next access check that the process still exists
+	// (it may have been killed from outside, which Delve does not see
+	// until it waits for the process); set whenever the caches drop.
+	recheck bool
 
 	pages    map[uint64][]byte // page-aligned address -> page, for this stop
 	threads  []target.Thread   // nil until listed in this stop
@@ -94,8 +100,11 @@ func newTarget(t *proc.Target, objOpts []objfile.Option) *Target {
 func (t *Target) Delve() *proc.Target { return t.dt }
 
 // Refresh drops everything cached from the process (memory, threads, the
-// list of loaded images). Call it after the process ran, when it was
-// resumed through Delve directly rather than through Process.Continue.
+// list of loaded images), and makes the next access check that the process
+// still exists: one killed from outside then answers ErrExited. Call it
+// after the process ran, when it was resumed through Delve directly rather
+// than through Process.Continue; ompd.AddressSpace.Refresh calls it too
+// (target.Refresher).
 func (t *Target) Refresh() {
 	t.mu.Lock()
 	t.dropCachesLocked()
@@ -106,6 +115,7 @@ func (t *Target) dropCachesLocked() {
 	clear(t.pages)
 	t.threads = nil
 	t.imagesOK = false
+	t.recheck = true
 }
 
 // Close closes the object files Target opened for symbol and type lookups
@@ -137,6 +147,35 @@ func (t *Target) aliveLocked() error {
 	}
 	if ok, err := t.dt.Valid(); !ok {
 		return exitedErr(t.dt.Pid(), err)
+	}
+	if t.recheck {
+		if err := processGone(t.dt.Pid()); err != nil {
+			t.exited = err
+			t.dropCachesLocked()
+			return err
+		}
+		t.recheck = false
+	}
+	return nil
+}
+
+// processGone returns an error matching ErrExited if process pid no longer
+// runs: it has no /proc entry, or it is a zombie (a process killed while
+// Delve held it stopped stays one until Delve waits for it).
+func processGone(pid int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("process %d: %w (it is gone: killed or ended outside the debugger)", pid, ErrExited)
+		}
+		return nil // cannot tell: let the accesses say
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		switch b[i+2] {
+		case 'Z', 'X', 'x':
+			return fmt.Errorf("process %d: %w (killed outside the debugger)", pid, ErrExited)
+		}
 	}
 	return nil
 }
@@ -219,6 +258,12 @@ func (t *Target) rawRead(buf []byte, addr uint64) error {
 		}
 	}
 	if err != nil {
+		if isESRCH(err) {
+			if gone := processGone(t.dt.Pid()); gone != nil {
+				t.exited = gone
+				return fmt.Errorf("%w: %w", target.ErrNoMemory, gone)
+			}
+		}
 		return fmt.Errorf("%w: %w", target.ErrNoMemory, err)
 	}
 	if n != len(buf) {
@@ -274,11 +319,11 @@ func (t *Target) Threads() ([]target.Thread, error) {
 }
 
 func (t *Target) threadsLocked() ([]target.Thread, error) {
-	if t.threads != nil {
-		return t.threads, nil
-	}
 	if err := t.aliveLocked(); err != nil {
 		return nil, err
+	}
+	if t.threads != nil {
+		return t.threads, nil
 	}
 	var out []target.Thread
 	for _, th := range t.dt.ThreadList() {

@@ -47,6 +47,7 @@ import (
 	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
@@ -55,14 +56,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	sysroot    string
-	fileMap    map[string]string
-	searchPath []string
-
-	debugDirs     []string // nil: debuginfo.DefaultDebugDirs
-	debuginfod    *DebuginfodClient
-	debuginfodEnv bool
-	debugCtx      context.Context
+	files targetopt.Files
+	debug targetopt.Debug
 
 	openCtx context.Context // nil: context.Background()
 	tempDir string
@@ -108,7 +103,7 @@ func DebuginfodFromEnv() *DebuginfodClient {
 // directory searches none (a debuglink next to the object is still
 // followed).
 func WithDebugDirs(dirs ...string) Option {
-	return func(c *config) { c.debugDirs = append([]string{}, dirs...) }
+	return func(c *config) { c.debug.SetDirs(dirs...) }
 }
 
 // WithDebuginfod makes objects whose separate debug file is not found
@@ -117,14 +112,14 @@ func WithDebugDirs(dirs ...string) Option {
 // network unless told to. To use the servers the environment names
 // (DEBUGINFOD_URLS), pass DebuginfodFromEnv() or use WithDebuginfodFromEnv.
 func WithDebuginfod(client *DebuginfodClient) Option {
-	return func(c *config) { c.debuginfod, c.debuginfodEnv = client, false }
+	return func(c *config) { c.debug.SetDebuginfod(client) }
 }
 
 // WithDebuginfodFromEnv is WithDebuginfod(DebuginfodFromEnv()), the
 // environment being read when Open runs: no server is asked if
 // DEBUGINFOD_URLS is empty or unset.
 func WithDebuginfodFromEnv() Option {
-	return func(c *config) { c.debuginfod, c.debuginfodEnv = nil, true }
+	return func(c *config) { c.debug.SetDebuginfodFromEnv() }
 }
 
 // WithDebugContext sets the context that bounds every search for separate
@@ -132,69 +127,37 @@ func WithDebuginfodFromEnv() Option {
 // particular) for the core's whole life. Without it only the debuginfod
 // client's timeout bounds them.
 func WithDebugContext(ctx context.Context) Option {
-	return func(c *config) { c.debugCtx = ctx }
+	return func(c *config) { c.debug.Ctx = ctx }
 }
 
 // objOptions are the options of the objects Open loads.
-func (c *config) objOptions() []objfile.Option {
-	opts := []objfile.Option{objfile.WithDebugInfo(debuginfo.Options{DebugDirs: c.debugDirs, Debuginfod: c.debuginfod})}
-	if c.debugCtx != nil {
-		opts = append(opts, objfile.WithContext(c.debugCtx))
-	}
-	return opts
-}
+func (c *config) objOptions() []objfile.Option { return c.debug.ObjOptions() }
 
 // WithSysroot makes Open look for the shared libraries and mapped files
 // that the core names (absolute paths of the machine the core comes from)
 // under dir, as gdb's "set sysroot" does. WithFileMap entries take
 // precedence.
 func WithSysroot(dir string) Option {
-	return func(c *config) { c.sysroot = dir }
+	return func(c *config) { c.files.Sysroot = dir }
 }
 
 // WithFileMap maps paths as the core names them to paths on this machine,
 // one file at a time. The map is copied.
 func WithFileMap(m map[string]string) Option {
-	return func(c *config) {
-		if c.fileMap == nil {
-			c.fileMap = make(map[string]string)
-		}
-		for k, v := range m {
-			c.fileMap[k] = v
-		}
-	}
+	return func(c *config) { c.files.AddMap(m) }
 }
 
 // WithSearchPath makes Open also look for a library or mapped file by its
 // base name in each of dirs, after the path the core names (as gdb's
 // solib-search-path).
 func WithSearchPath(dirs ...string) Option {
-	return func(c *config) { c.searchPath = append(c.searchPath, dirs...) }
+	return func(c *config) { c.files.AddSearch(dirs...) }
 }
 
-// paths lists where to look for the file the core calls name. Under a
-// sysroot the name is resolved inside it (regfile.InRoot): neither ".."
-// components nor symbolic links lead out of it. The search path gets the
-// base name only.
-func (c *config) paths(name string) []string {
-	if p, ok := c.fileMap[name]; ok {
-		return []string{p}
-	}
-	var out []string
-	if c.sysroot != "" {
-		if p, err := regfile.InRoot(c.sysroot, name); err == nil {
-			out = append(out, p)
-		}
-	} else {
-		out = append(out, name)
-	}
-	if base := filepath.Base(name); base != "." && base != ".." && base != "/" {
-		for _, d := range c.searchPath {
-			out = append(out, filepath.Join(d, base))
-		}
-	}
-	return out
-}
+// paths lists where to look for the file the core calls name (see
+// targetopt.Files.Candidates: under a sysroot, neither ".." components nor
+// symbolic links lead out of it).
+func (c *config) paths(name string) []string { return c.files.Candidates(name) }
 
 // ObjectInfo describes a loaded object of the core.
 type ObjectInfo struct {
@@ -256,9 +219,7 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.debuginfodEnv {
-		cfg.debuginfod = DebuginfodFromEnv()
-	}
+	cfg.debug.Resolve()
 	f, err := regfile.Open(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/targetopt"
 )
 
 // FuzzOpen feeds arbitrary bytes to the core parser, loads the objects it
@@ -56,7 +58,7 @@ func FuzzOpen(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := &config{sysroot: sysroot}
+		cfg := &config{files: targetopt.Files{Sysroot: sysroot}}
 		c, err := newCore(bytes.NewReader(data), int64(len(data)), cfg)
 		if err != nil {
 			return
@@ -194,7 +196,7 @@ func TestFuzzOpenSeed(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(sysroot, fuzzLibName), lib, 0o644))
 	data := objectsSynth(t, exe, lib)
 	t.Logf("seed of %d bytes", len(data))
-	cfg := &config{sysroot: sysroot}
+	cfg := &config{files: targetopt.Files{Sysroot: sysroot}}
 	c, err := newCore(bytes.NewReader(data), int64(len(data)), cfg)
 	require.NoError(t, err)
 	defer c.Close()

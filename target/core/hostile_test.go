@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -123,12 +124,12 @@ func TestSysrootConfined(t *testing.T) {
 		start := uint64(0x40000 + i*0x10000)
 		s.files = []synthFile{{start: start, end: start + 0x2000, name: name}}
 		data := s.bytes()
-		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{sysroot: root})
+		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{files: targetopt.Files{Sysroot: root}})
 		require.NoError(t, err, name)
 		buf := make([]byte, 16)
 		err = c.ReadMemory(buf, start)
 		assert.ErrorIs(t, err, target.ErrNoMemory, "%s read %q", name, buf)
-		for _, p := range (&config{sysroot: root}).paths(name) {
+		for _, p := range (&config{files: targetopt.Files{Sysroot: root}}).paths(name) {
 			assert.True(t, strings.HasPrefix(p, root+"/"), "%s looked for as %s", name, p)
 		}
 		c.Close()
@@ -142,7 +143,7 @@ func TestSysrootConfined(t *testing.T) {
 		s := sampleSynth()
 		s.files = []synthFile{{start: 0x40000, end: 0x42000, name: name}}
 		data := s.bytes()
-		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{sysroot: root})
+		c, err := newCore(bytes.NewReader(data), int64(len(data)), &config{files: targetopt.Files{Sysroot: root}})
 		require.NoError(t, err)
 		buf := make([]byte, 8)
 		require.NoError(t, c.ReadMemory(buf, 0x40000), name)

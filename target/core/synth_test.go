@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -154,7 +155,7 @@ func TestSyntheticCore(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, fileData, 0o644))
 
 	data := sampleSynth().bytes()
-	cfg := &config{fileMap: map[string]string{"/synthetic/data.bin": path}}
+	cfg := &config{files: targetopt.Files{Map: map[string]string{"/synthetic/data.bin": path}}}
 	c, err := newCore(bytes.NewReader(data), int64(len(data)), cfg)
 	require.NoError(t, err)
 	defer c.Close()
@@ -190,7 +191,7 @@ func TestSyntheticCore(t *testing.T) {
 	assert.ErrorIs(t, err, target.ErrNoMemory)
 
 	// Without the file, only the core's bytes.
-	c2, err := newCore(bytes.NewReader(data), int64(len(data)), &config{sysroot: dir + "/nowhere"})
+	c2, err := newCore(bytes.NewReader(data), int64(len(data)), &config{files: targetopt.Files{Sysroot: dir + "/nowhere"}})
 	require.NoError(t, err)
 	defer c2.Close()
 	assert.NoError(t, c2.ReadMemory(make([]byte, 0x100), 0x20000))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ompd-go/ompd/internal/debuginfo"
-	"github.com/ompd-go/ompd/internal/objfile"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +16,9 @@ import (
 	"github.com/go-delve/delve/pkg/proc/native"
 
 	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -59,24 +60,15 @@ type launchConfig struct {
 	dir            string
 	stdin          *os.File
 	stdout, stderr *os.File
-	debugInfoDirs  []string
-	debugDirsSet   bool
-	debuginfod     *DebuginfodClient
-	debuginfodEnv  bool
+	debug          targetopt.Debug
 }
 
 // objOptions are the objfile options the configuration asks for: where
 // separate debug files of stripped objects (libomp, typically) are looked
 // for.
 func (c *launchConfig) objOptions() []objfile.Option {
-	o := debuginfo.Options{Debuginfod: c.debuginfod}
-	if c.debugDirsSet {
-		o.DebugDirs = append([]string{}, c.debugInfoDirs...)
-	}
-	if c.debuginfodEnv && o.Debuginfod == nil {
-		o.Debuginfod = debuginfo.ClientFromEnv(os.Getenv)
-	}
-	return []objfile.Option{objfile.WithDebugInfo(o)}
+	c.debug.Resolve()
+	return c.debug.ObjOptions()
 }
 
 // DebuginfodClient fetches separate debug files from debuginfod servers
@@ -120,20 +112,20 @@ func WithStdio(stdin, stdout, stderr *os.File) Option {
 // need libomp's local symbols). Without it /usr/lib/debug is searched; with
 // no directories, none is. A debug file of another build is never used.
 func WithDebugInfoDirs(dirs ...string) Option {
-	return func(c *launchConfig) { c.debugInfoDirs, c.debugDirsSet = dirs, true }
+	return func(c *launchConfig) { c.debug.SetDirs(dirs...) }
 }
 
 // WithDebuginfod makes symbol lookups fetch missing debug files from the
 // client's debuginfod servers; nil means no server (the default).
 func WithDebuginfod(client *DebuginfodClient) Option {
-	return func(c *launchConfig) { c.debuginfod = client }
+	return func(c *launchConfig) { c.debug.SetDebuginfod(client) }
 }
 
 // WithDebuginfodFromEnv uses the debuginfod servers of the environment
 // (DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT), read when
 // Launch, Attach or New runs.
 func WithDebuginfodFromEnv() Option {
-	return func(c *launchConfig) { c.debuginfodEnv = true }
+	return func(c *launchConfig) { c.debug.SetDebuginfodFromEnv() }
 }
 
 // Launch starts the program argv[0] (searched in PATH if it contains no
@@ -186,7 +178,7 @@ func Launch(argv []string, opts ...Option) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delve: launch: %w", err)
 	}
-	grp, err := native.Attach(pid, nil, c.debugInfoDirs)
+	grp, err := native.Attach(pid, nil, c.debug.Dirs)
 	if err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		reap(pid)
@@ -235,7 +227,7 @@ func Attach(pid int, opts ...Option) (*Process, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	grp, err := native.Attach(pid, nil, c.debugInfoDirs)
+	grp, err := native.Attach(pid, nil, c.debug.Dirs)
 	if err != nil {
 		return nil, fmt.Errorf("delve: attach %d: %w", pid, err)
 	}

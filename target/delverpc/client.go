@@ -1,0 +1,148 @@
+package delverpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"net/rpc/jsonrpc"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Errors of the connection to the Delve server. Target methods wrap them, so
+// that callers can test with errors.Is.
+var (
+	// ErrTimeout reports a server that did not answer in time (see
+	// WithTimeout): it is hung, stopped, busy running the process for
+	// another client, or not a Delve server at all. Later calls fail fast
+	// with it until Update gets an answer again.
+	ErrTimeout = errors.New("delve server did not answer in time")
+	// ErrDisconnected reports a connection that is gone: the server
+	// exited, closed the connection, or sent something that is not
+	// Delve's JSON-RPC.
+	ErrDisconnected = errors.New("connection to the delve server lost")
+	// ErrAPIVersion reports a server that does not speak version 2 of
+	// Delve's JSON-RPC API (start it with --api-version 2).
+	ErrAPIVersion = errors.New("delve server speaks another API version")
+	// ErrRunning reports that the process is running: the user's debugger
+	// resumed it. Stop it there (a breakpoint, or an interrupt) and call
+	// Update.
+	ErrRunning = errors.New("process is running")
+	// ErrExited reports that the debugged process has exited.
+	ErrExited = errors.New("process has exited")
+)
+
+// ServerError is an error the Delve server returned for one request.
+type ServerError struct {
+	Method string // e.g. "ExamineMemory"
+	Msg    string // the server's message
+	// Err is ErrExited when the message says the process exited, or nil.
+	Err error
+}
+
+func (e *ServerError) Error() string { return fmt.Sprintf("delve server: %s: %s", e.Method, e.Msg) }
+
+// Unwrap returns Err.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// exitedMsg is how Delve's proc.ErrProcessExited reads.
+var exitedMsg = regexp.MustCompile(`^Process \d+ has exited with status -?\d+$`)
+
+// conn is a JSON-RPC connection to a Delve server whose every call is
+// bounded by a timeout. net/rpc matches answers to requests by sequence
+// number, so an abandoned call (time-out, cancelled context) does not
+// disturb later ones; its answer, if it ever comes, is dropped.
+type conn struct {
+	addr    string
+	nc      net.Conn
+	rc      *rpc.Client
+	timeout time.Duration
+
+	mu     sync.Mutex
+	broken error // ErrDisconnected once the connection is gone
+	stuck  error // ErrTimeout after a call timed out, until an answer
+}
+
+func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("delverpc: connect to %s: %w", addr, err)
+	}
+	return &conn{addr: addr, nc: nc, rc: jsonrpc.NewClient(nc), timeout: timeout}, nil
+}
+
+// call calls RPCServer.method. Unless probe is set, it fails at once while
+// an earlier call has timed out without the server answering since.
+func (c *conn) call(ctx context.Context, probe bool, method string, args, reply any) error {
+	c.mu.Lock()
+	if err := c.broken; err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if err := c.stuck; err != nil && !probe {
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Unlock()
+
+	done := make(chan *rpc.Call, 1)
+	call := c.rc.Go("RPCServer."+method, args, reply, done)
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	select {
+	case <-call.Done:
+	case <-timer.C:
+		err := fmt.Errorf("delverpc: %s: %s: %w (%v)", c.addr, method, ErrTimeout, c.timeout)
+		c.mu.Lock()
+		c.stuck = err
+		c.mu.Unlock()
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("delverpc: %s: %s: %w", c.addr, method, ctx.Err())
+	}
+	c.mu.Lock()
+	c.stuck = nil
+	c.mu.Unlock()
+	if call.Error == nil {
+		return nil
+	}
+	var se rpc.ServerError
+	if errors.As(call.Error, &se) {
+		e := &ServerError{Method: method, Msg: string(se)}
+		if exitedMsg.MatchString(e.Msg) {
+			e.Err = ErrExited
+		}
+		return e
+	}
+	// Anything else is the transport: EOF, a reset, or an answer that is
+	// not JSON-RPC. net/rpc shuts the client down after it.
+	err := fmt.Errorf("delverpc: %s: %s: %w: %v", c.addr, method, ErrDisconnected, call.Error)
+	if errors.Is(call.Error, rpc.ErrShutdown) || errors.Is(call.Error, io.EOF) || errors.Is(call.Error, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("delverpc: %s: %s: %w (the server closed the connection)", c.addr, method, ErrDisconnected)
+	}
+	c.mu.Lock()
+	c.broken = err
+	c.mu.Unlock()
+	_ = c.rc.Close()
+	return err
+}
+
+// close closes the connection; the server and the process stay as they
+// are (this is not Delve's Detach).
+func (c *conn) close() error {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = fmt.Errorf("delverpc: %s: %w (closed)", c.addr, ErrDisconnected)
+	}
+	c.mu.Unlock()
+	err := c.rc.Close()
+	if errors.Is(err, rpc.ErrShutdown) {
+		err = nil
+	}
+	return err
+}

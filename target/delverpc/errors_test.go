@@ -1,0 +1,220 @@
+package delverpc_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/rpc"
+	"net/rpc/jsonrpc"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-delve/delve/service/api"
+	"github.com/go-delve/delve/service/rpc2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/delverpc"
+)
+
+// listen starts a TCP server on 127.0.0.1 handling each connection with
+// serve, closed at the end of the test.
+func listen(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); serve(c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// fakeServer answers Delve's JSON-RPC methods the way a Delve server of
+// the given API version does, for a stopped process with one thread; with
+// dieOnRead it drops the connection when asked for memory.
+type fakeServer struct {
+	apiVersion int
+	dieOnRead  bool
+	conn       net.Conn
+	mu         sync.Mutex
+	calls      []string
+}
+
+// RPCServer is the service name Delve registers.
+type RPCServer struct{ f *fakeServer }
+
+func (s *RPCServer) note(m string) {
+	s.f.mu.Lock()
+	s.f.calls = append(s.f.calls, m)
+	s.f.mu.Unlock()
+}
+
+func (s *RPCServer) GetVersion(_ api.GetVersionIn, out *api.GetVersionOut) error {
+	s.note("GetVersion")
+	out.APIVersion, out.DelveVersion, out.Backend = s.f.apiVersion, "fake", "native"
+	return nil
+}
+
+func (s *RPCServer) SetApiVersion(_ api.SetAPIVersionIn, _ *api.SetAPIVersionOut) error {
+	s.note("SetApiVersion")
+	return nil
+}
+
+func (s *RPCServer) State(_ rpc2.StateIn, out *rpc2.StateOut) error {
+	s.note("State")
+	th := &api.Thread{ID: 42, PC: 0x401000}
+	out.State = &api.DebuggerState{Pid: 42, Threads: []*api.Thread{th}, CurrentThread: th}
+	return nil
+}
+
+func (s *RPCServer) ListBreakpoints(_ rpc2.ListBreakpointsIn, out *rpc2.ListBreakpointsOut) error {
+	s.note("ListBreakpoints")
+	return nil
+}
+
+func (s *RPCServer) ExamineMemory(in rpc2.ExamineMemoryIn, out *rpc2.ExaminedMemoryOut) error {
+	s.note("ExamineMemory")
+	if s.f.dieOnRead {
+		s.f.conn.Close()
+		return errors.New("gone")
+	}
+	out.Mem = make([]byte, in.Length)
+	return nil
+}
+
+func (f *fakeServer) serve(c net.Conn) {
+	f.conn = c
+	srv := rpc.NewServer()
+	if err := srv.Register(&RPCServer{f}); err != nil {
+		panic(err)
+	}
+	srv.ServeCodec(jsonrpc.NewServerCodec(c))
+}
+
+func TestDialWrongAddress(t *testing.T) {
+	ctx := context.Background()
+	// Nothing listens: refused at once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, err = delverpc.Dial(ctx, addr, delverpc.WithTimeout(2*time.Second))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connect to "+addr)
+
+	// Something that accepts and never answers: a time-out.
+	silent := listen(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	start := time.Now()
+	_, err = delverpc.Dial(ctx, silent, delverpc.WithTimeout(500*time.Millisecond))
+	assert.ErrorIs(t, err, delverpc.ErrTimeout)
+	assert.Contains(t, err.Error(), "Delve headless server")
+	assert.Less(t, time.Since(start), 30*time.Second)
+
+	// Something that answers but not in JSON-RPC (an SSH server, say).
+	chatty := listen(t, func(c net.Conn) { _, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n")); time.Sleep(time.Second) })
+	_, err = delverpc.Dial(ctx, chatty, delverpc.WithTimeout(5*time.Second))
+	assert.ErrorIs(t, err, delverpc.ErrDisconnected)
+
+	// A cancelled context.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = delverpc.Dial(cctx, silent)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// TestDialAPIVersion: a server of another API version is refused before
+// anything else is asked, and without changing its version.
+func TestDialAPIVersion(t *testing.T) {
+	f := &fakeServer{apiVersion: 1}
+	addr := listen(t, f.serve)
+	_, err := delverpc.Dial(context.Background(), addr, delverpc.WithTimeout(5*time.Second))
+	require.ErrorIs(t, err, delverpc.ErrAPIVersion)
+	assert.Contains(t, err.Error(), "--api-version 2")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Equal(t, []string{"GetVersion"}, f.calls, "no SetApiVersion, nothing else")
+}
+
+// TestServerDropsConnection: the server goes away in the middle of an
+// answer; the read fails with ErrDisconnected, and so does everything
+// after it, at once.
+func TestServerDropsConnection(t *testing.T) {
+	f := &fakeServer{apiVersion: 2, dieOnRead: true}
+	addr := listen(t, f.serve)
+	tgt, err := delverpc.Dial(context.Background(), addr, delverpc.WithTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer tgt.Close()
+	err = tgt.ReadMemory(make([]byte, 8), 0x1000)
+	require.ErrorIs(t, err, delverpc.ErrDisconnected)
+	var re *target.ReadError
+	assert.True(t, errors.As(err, &re))
+	start := time.Now()
+	_, err = tgt.Update(context.Background())
+	assert.ErrorIs(t, err, delverpc.ErrDisconnected)
+	_, err = tgt.LookupSymbol("__kmp_threads")
+	assert.ErrorIs(t, err, delverpc.ErrDisconnected)
+	assert.Less(t, time.Since(start), time.Second, "fails fast")
+}
+
+// TestServerHangs: a server that stops answering times out once; later
+// calls fail at once with the same error instead of each waiting.
+func TestServerHangs(t *testing.T) {
+	f := &fakeServer{apiVersion: 2}
+	hang := make(chan struct{})
+	addr := listen(t, func(c net.Conn) {
+		f.conn = c
+		srv := rpc.NewServer()
+		if err := srv.RegisterName("RPCServer", &hangingServer{RPCServer{f}, hang}); err != nil {
+			panic(err)
+		}
+		srv.ServeCodec(jsonrpc.NewServerCodec(c))
+	})
+	t.Cleanup(func() { close(hang) }) // before the listener's cleanup
+	tgt, err := delverpc.Dial(context.Background(), addr, delverpc.WithTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	defer tgt.Close()
+	err = tgt.ReadMemory(make([]byte, 8), 0x1000)
+	require.ErrorIs(t, err, delverpc.ErrTimeout)
+	start := time.Now()
+	for i := 0; i < 10; i++ {
+		err = tgt.ReadMemory(make([]byte, 8), 0x2000)
+		require.ErrorIs(t, err, delverpc.ErrTimeout)
+	}
+	assert.Less(t, time.Since(start), 250*time.Millisecond, "later reads fail fast")
+}
+
+// hangingServer never answers ExamineMemory.
+type hangingServer struct {
+	RPCServer
+	hang chan struct{}
+}
+
+func (s *hangingServer) ExamineMemory(in rpc2.ExamineMemoryIn, out *rpc2.ExaminedMemoryOut) error {
+	<-s.hang
+	return errors.New("late")
+}

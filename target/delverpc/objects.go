@@ -1,0 +1,305 @@
+package delverpc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/go-delve/delve/service/rpc2"
+
+	"github.com/ompd-go/ompd/internal/debuginfo"
+	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/target"
+)
+
+// DebuginfodClient fetches separate debug files from debuginfod servers
+// (the same type as core.DebuginfodClient).
+type DebuginfodClient = debuginfo.Client
+
+// ErrMismatch reports a local file whose GNU build-id differs from the one
+// the process has in memory at the object's place: not the file the
+// process loaded.
+var ErrMismatch = errors.New("local file is another build than the process's")
+
+// ImageInfo describes an object loaded in the process.
+type ImageInfo struct {
+	Name string // the path the server names ("" for an executable it does not name)
+	Path string // the local file opened for it, "" if none
+	Bias uint64 // load bias
+	Err  error  // why no local file could be used, or nil
+}
+
+// image is one object opened locally.
+type image struct {
+	o    *objfile.Object // nil if none could be used
+	path string
+	err  error
+}
+
+type imageKey struct {
+	name string
+	bias uint64
+}
+
+// objects are the loaded objects of one stop.
+type objects struct {
+	set   *objfile.Set
+	infos []ImageInfo
+}
+
+// objectsLocked returns the objects loaded at this stop: the executable
+// first, then the libraries in the order the server lists them, each at
+// its load bias. Files stay open across stops.
+func (t *Target) objectsLocked() (*objects, error) {
+	if t.objs != nil {
+		return t.objs, nil
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	var libs rpc2.ListDynamicLibrariesOut
+	if err := t.c.call(bg, false, "ListDynamicLibraries", rpc2.ListDynamicLibrariesIn{}, &libs); err != nil {
+		return nil, fmt.Errorf("loaded libraries: %w", err)
+	}
+	var libObjs []*objfile.Object
+	var infos []ImageInfo
+	for _, l := range libs.List {
+		im := t.openLocked(l.Path, l.Address, []string{l.Path})
+		infos = append(infos, ImageInfo{Name: l.Path, Path: im.path, Bias: l.Address, Err: im.err})
+		if im.o != nil {
+			libObjs = append(libObjs, im.o)
+		}
+	}
+	exe := t.exeLocked(libObjs)
+	infos = append([]ImageInfo{exe}, infos...)
+	objs := libObjs
+	if im := t.opened[imageKey{exe.Name, exe.Bias}]; im != nil && im.o != nil && exe.Err == nil {
+		objs = append([]*objfile.Object{im.o}, libObjs...)
+	}
+	t.objs = &objects{set: objfile.NewSet(objs...), infos: infos}
+	return t.objs, nil
+}
+
+// openLocked opens the first of the candidate files for the object the
+// server calls name, loaded at bias, that is the build the process has in
+// memory.
+func (t *Target) openLocked(name string, bias uint64, names []string) *image {
+	k := imageKey{name, bias}
+	if im, ok := t.opened[k]; ok {
+		return im
+	}
+	im := &image{}
+	var errs []error
+	for _, n := range names {
+		for _, p := range t.cfg.files.Candidates(n) {
+			o, err := objfile.Open(p, bias, t.cfg.debug.ObjOptions()...)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := t.verifyLocked(o); err != nil {
+				o.Close()
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+				continue
+			}
+			im.o, im.path = o, p
+			break
+		}
+		if im.o != nil {
+			break
+		}
+	}
+	if im.o == nil {
+		im.err = fmt.Errorf("no usable local file for %s: %w", name, errors.Join(errs...))
+	}
+	t.opened[k] = im
+	return im
+}
+
+// verifyLocked compares the object's GNU build-id with the bytes of its
+// build-id note in the process's memory. An object without one, or whose
+// note the process does not show, passes: there is nothing to compare.
+func (t *Target) verifyLocked(o *objfile.Object) error {
+	id := o.BuildID()
+	sec := o.File().Section(".note.gnu.build-id")
+	if len(id) == 0 || sec == nil || sec.Addr == 0 || sec.Size == 0 || sec.Size > 1024 {
+		return nil
+	}
+	buf := make([]byte, sec.Size)
+	if err := t.readLocked(buf, o.Bias()+sec.Addr); err != nil {
+		if errors.Is(err, target.ErrNoMemory) {
+			return nil
+		}
+		return err
+	}
+	if mem := objfile.ParseBuildID(buf, binary.LittleEndian); !bytes.Equal(mem, id) {
+		return fmt.Errorf("%w (build-id %x, process has %x)", ErrMismatch, id, mem)
+	}
+	return nil
+}
+
+// exeLocked finds and opens the executable. Its load bias is the l_addr of
+// the first entry of the dynamic linker's link_map list (found through
+// _r_debug in the libraries); a program without a dynamic linker is taken
+// to be loaded where it was linked.
+func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
+	info := ImageInfo{Name: t.exeName()}
+	set := objfile.NewSet(libs...)
+	if rd, err := set.Lookup("_r_debug"); err == nil {
+		lm, err := objfile.ReadLinkMap(lockedMemory{t}, rd, 8, binary.LittleEndian)
+		if err != nil || len(lm) == 0 {
+			info.Err = fmt.Errorf("executable's load bias: dynamic linker's list: %w", errors.Join(err, errEmpty))
+			return info
+		}
+		info.Bias = lm[0].LAddr
+	}
+	var names []string
+	if t.cfg.exe != "" {
+		im := t.openExact(info.Name, info.Bias, t.cfg.exe)
+		info.Path, info.Err = im.path, im.err
+		return info
+	}
+	if strings.HasPrefix(info.Name, "/") {
+		names = append(names, info.Name)
+	}
+	im := t.openLocked(info.Name, info.Bias, names)
+	if im.o == nil && t.stop.pid > 0 {
+		// A server on this machine: its process's executable.
+		proc := "/proc/" + strconv.Itoa(t.stop.pid) + "/exe"
+		delete(t.opened, imageKey{info.Name, info.Bias})
+		im = t.openExact(info.Name, info.Bias, proc)
+	}
+	info.Path, info.Err = im.path, im.err
+	if im.err != nil {
+		info.Err = fmt.Errorf("executable (command line %q): %w; name it with WithExecutable", t.stop.cmdline, im.err)
+	}
+	return info
+}
+
+var errEmpty = errors.New("empty")
+
+// openExact opens path, not mapped by the path options, for name.
+func (t *Target) openExact(name string, bias uint64, path string) *image {
+	k := imageKey{name, bias}
+	if im, ok := t.opened[k]; ok && im.o != nil {
+		return im
+	}
+	im := &image{}
+	o, err := objfile.Open(path, bias, t.cfg.debug.ObjOptions()...)
+	if err == nil {
+		if err = t.verifyLocked(o); err != nil {
+			o.Close()
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err != nil {
+		im.err = err
+	} else {
+		im.o, im.path = o, path
+	}
+	t.opened[k] = im
+	return im
+}
+
+// exeName is the program's path as its command line gives it.
+func (t *Target) exeName() string {
+	f := strings.Fields(t.stop.cmdline)
+	if len(f) == 0 {
+		return ""
+	}
+	return filepath.Clean(f[0])
+}
+
+// LookupSymbol returns the run-time address of the symbol called name,
+// global or local, from the executable or a loaded library (executable
+// first, then the libraries in load order).
+func (t *Target) LookupSymbol(name string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "symbol", Name: name, Err: err}
+	}
+	return o.set.Lookup(name)
+}
+
+// LookupThreadLocal returns the address of thread tid's instance of the
+// thread-local variable called name (see objfile.Set.LookupThreadLocal).
+func (t *Target) LookupThreadLocal(tid uint64, name string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tp, err := t.threadPointerLocked(tid)
+	if err != nil {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
+	}
+	o, err := t.objectsLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
+	}
+	return o.set.LookupThreadLocal(lockedMemory{t}, tp, name)
+}
+
+// TypeSize returns the size of the named C type from the loaded objects'
+// DWARF.
+func (t *Target) TypeSize(typeName string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "type", Name: typeName, Err: err}
+	}
+	return o.set.TypeSize(typeName)
+}
+
+// FieldOffset returns the byte offset of the named member of the named C
+// struct or union type.
+func (t *Target) FieldOffset(typeName, field string) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return o.set.FieldOffset(typeName, field)
+}
+
+// BitField returns the bit position and width of the named member of the
+// named struct type (target.BitFieldLocator).
+func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
+	}
+	return o.set.BitField(typeName, field)
+}
+
+// SymbolAt returns the name of the function symbol containing addr
+// (ompd.Symbolizer).
+func (t *Target) SymbolAt(addr uint64) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return "", false
+	}
+	return o.set.SymbolAt(addr)
+}
+
+// Images lists the objects loaded in the process at this stop: the
+// executable first, then the libraries, with the local file used for each
+// or why none could be.
+func (t *Target) Images() ([]ImageInfo, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return nil, err
+	}
+	return append([]ImageInfo(nil), o.infos...), nil
+}

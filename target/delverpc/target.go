@@ -1,0 +1,448 @@
+package delverpc
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-delve/delve/service/api"
+	"github.com/go-delve/delve/service/rpc2"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/targetopt"
+	"github.com/ompd-go/ompd/target"
+)
+
+// DefaultTimeout bounds every request to the server unless WithTimeout says
+// otherwise.
+const DefaultTimeout = 10 * time.Second
+
+const pageSize = 4096
+
+// bg is the context of requests made by methods that take none; the
+// connection's timeout bounds them.
+var bg = context.Background()
+
+// maxCachedPages bounds the memory cache of one stop (64 MiB).
+const maxCachedPages = 16384
+
+// An Option configures Dial.
+type Option func(*config)
+
+type config struct {
+	files   targetopt.Files
+	debug   targetopt.Debug
+	timeout time.Duration
+	exe     string
+}
+
+// WithTimeout bounds each request to the server (default DefaultTimeout).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithExecutable names the local copy of the debugged program's executable.
+// Without it Dial tries the absolute path of the program's command line (as
+// the path options map it), then /proc/PID/exe of a server on this machine;
+// a candidate whose GNU build-id differs from the one in the process's
+// memory is refused.
+func WithExecutable(path string) Option {
+	return func(c *config) { c.exe = path }
+}
+
+// WithSysroot looks for the files the server names (absolute paths on the
+// server's machine) under dir, as gdb's "set sysroot" does.
+func WithSysroot(dir string) Option { return func(c *config) { c.files.Sysroot = dir } }
+
+// WithFileMap maps paths as the server names them to local paths, one file
+// at a time; it wins over WithSysroot and WithSearchPath. The map is copied.
+func WithFileMap(m map[string]string) Option { return func(c *config) { c.files.AddMap(m) } }
+
+// WithSearchPath also looks for a file by its base name in each of dirs,
+// after the path the server names (gdb's solib-search-path).
+func WithSearchPath(dirs ...string) Option { return func(c *config) { c.files.AddSearch(dirs...) } }
+
+// WithDebugDirs sets the global debug directories where the separate debug
+// files of stripped objects are looked for (default /usr/lib/debug; none
+// if dirs is empty).
+func WithDebugDirs(dirs ...string) Option { return func(c *config) { c.debug.SetDirs(dirs...) } }
+
+// WithDebuginfod makes lookups ask the client's debuginfod servers for
+// missing debug files; nil (the default) asks none.
+func WithDebuginfod(client *DebuginfodClient) Option {
+	return func(c *config) { c.debug.SetDebuginfod(client) }
+}
+
+// WithDebuginfodFromEnv uses the debuginfod servers of the environment
+// (DEBUGINFOD_URLS, ...), read when Dial runs.
+func WithDebuginfodFromEnv() Option { return func(c *config) { c.debug.SetDebuginfodFromEnv() } }
+
+// WithDebugContext bounds every search for separate debug files (debuginfod
+// downloads in particular) for the Target's whole life.
+func WithDebugContext(ctx context.Context) Option { return func(c *config) { c.debug.Ctx = ctx } }
+
+// Target is the process a Delve server holds, stopped, as a target.Target.
+// It also implements ompd.Symbolizer and target.BitFieldLocator.
+//
+// It reads through the server only: memory (ExamineMemory), threads and
+// their registers (State, ListRegisters) and the loaded libraries
+// (ListDynamicLibraries). It never resumes, stops, steps or writes the
+// process, and sets no breakpoint.
+//
+// A Target answers for the stop that the last Update (or Dial) saw, and
+// caches what it read until Update sees another stop. Its methods are safe
+// for concurrent use.
+type Target struct {
+	c    *conn
+	cfg  config
+	mu   sync.Mutex // guards everything below
+	stop stopInfo   // the stop the caches belong to
+	err  error      // why the process cannot be read now (running, exited), or nil
+
+	pages   map[uint64][]byte
+	threads []target.Thread // nil until listed in this stop
+	objs    *objects        // nil until loaded in this stop
+	opened  map[imageKey]*image
+}
+
+// stopInfo identifies a stop of the process, as far as the server's state
+// tells stops apart.
+type stopInfo struct {
+	pid     int
+	key     string
+	threads []int // OS thread ids, ascending
+	current int
+	cmdline string
+}
+
+// Dial connects to the Delve server at addr (HOST:PORT of a
+// "dlv --headless --accept-multiclient --api-version 2" server) and
+// returns its process as it stands. The server must speak API version 2;
+// Dial checks that before anything else and never changes the version the
+// server serves. Dial succeeds while the process is running, but the
+// Target's reads then fail with ErrRunning until Update sees a stop.
+//
+// Close the Target to close the connection; that leaves the server, its
+// other clients and the process as they are.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Target, error) {
+	cfg := config{timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.debug.Resolve()
+	c, err := dial(ctx, addr, cfg.timeout)
+	if err != nil {
+		return nil, err
+	}
+	var v api.GetVersionOut
+	if err := c.call(ctx, true, "GetVersion", api.GetVersionIn{}, &v); err != nil {
+		c.close()
+		if errors.Is(err, ErrTimeout) || errors.Is(err, ErrDisconnected) {
+			return nil, fmt.Errorf("%w (is %s a Delve headless server?)", err, addr)
+		}
+		return nil, err
+	}
+	if v.APIVersion != 2 {
+		c.close()
+		return nil, fmt.Errorf("delverpc: %s: %w: version %d (Delve %s); ompd-go needs --api-version 2", addr, ErrAPIVersion, v.APIVersion, v.DelveVersion)
+	}
+	t := &Target{c: c, cfg: cfg, pages: make(map[uint64][]byte), opened: make(map[imageKey]*image)}
+	if _, err := t.Update(ctx); err != nil && !errors.Is(err, ErrRunning) {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close closes the connection and the object files the Target opened. It
+// does not detach the server from the process nor resume it.
+func (t *Target) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	errs := []error{t.c.close()}
+	for k, im := range t.opened {
+		if im.o != nil {
+			errs = append(errs, im.o.Close())
+		}
+		delete(t.opened, k)
+	}
+	t.objs = nil
+	return errors.Join(errs...)
+}
+
+// Update asks the server for its state and reports whether the process
+// stopped again since the last Update (or Dial): then the Target drops what
+// it cached, and the caller must call Refresh on an ompd.AddressSpace
+// opened over it too. A process that is running gives ErrRunning, one that
+// exited ErrExited; reads fail with the same error until a later Update
+// sees the process stopped.
+//
+// Stops are told apart by the process id, the threads and their program
+// counters, the selected thread and the breakpoints' hit counts: a stop
+// that differs in none of these (an interrupt of a program whose threads
+// all wait in the same system calls as at the last stop) counts as the
+// same stop. Refresh drops the caches unconditionally.
+func (t *Target) Update(ctx context.Context) (changed bool, err error) {
+	var st rpc2.StateOut
+	err = t.c.call(ctx, true, "State", rpc2.StateIn{NonBlocking: true}, &st)
+	var now error
+	switch {
+	case errors.Is(err, ErrExited):
+		now = fmt.Errorf("delverpc: %w", err)
+	case err != nil:
+		return false, err
+	}
+	s := st.State
+	if s == nil && now == nil {
+		return false, &ServerError{Method: "State", Msg: "no state in the answer"}
+	}
+	switch {
+	case now != nil:
+	case s.Exited:
+		now = fmt.Errorf("delverpc: process %d: %w (status %d)", s.Pid, ErrExited, s.ExitStatus)
+	case s.Running:
+		now = fmt.Errorf("delverpc: %w: stop it in the debugger, then update", ErrRunning)
+	case s.Recording || s.CoreDumping:
+		now = fmt.Errorf("delverpc: %w: the server is recording or dumping a core", ErrRunning)
+	}
+	var info stopInfo
+	if now == nil && s != nil {
+		var bps rpc2.ListBreakpointsOut
+		if err := t.c.call(ctx, false, "ListBreakpoints", rpc2.ListBreakpointsIn{}, &bps); err != nil {
+			return false, err
+		}
+		info = stopOf(s, bps.Breakpoints)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now != nil {
+		// Whatever runs now, what was cached belongs to the past.
+		wasStopped := t.err == nil
+		t.err = now
+		t.stop = stopInfo{}
+		t.dropLocked()
+		return wasStopped, now
+	}
+	changed = t.err != nil || info.key != t.stop.key
+	t.err = nil
+	if changed {
+		t.stop = info
+		t.dropLocked()
+	}
+	return changed, nil
+}
+
+// stopOf summarizes a stop.
+func stopOf(s *api.DebuggerState, bps []*api.Breakpoint) stopInfo {
+	info := stopInfo{pid: s.Pid, cmdline: s.TargetCommandLine}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pid %d;", s.Pid)
+	ths := slices.Clone(s.Threads)
+	slices.SortFunc(ths, func(a, b *api.Thread) int { return a.ID - b.ID })
+	for _, th := range ths {
+		info.threads = append(info.threads, th.ID)
+		fmt.Fprintf(&b, "%d@%#x;", th.ID, th.PC)
+	}
+	if s.CurrentThread != nil {
+		info.current = s.CurrentThread.ID
+		fmt.Fprintf(&b, "current %d;", s.CurrentThread.ID)
+	}
+	for _, bp := range bps {
+		fmt.Fprintf(&b, "bp %d:%d;", bp.ID, bp.TotalHitCount)
+	}
+	info.key = b.String()
+	return info
+}
+
+// Refresh drops everything cached, whether or not the process ran.
+func (t *Target) Refresh() {
+	t.mu.Lock()
+	t.dropLocked()
+	t.mu.Unlock()
+}
+
+func (t *Target) dropLocked() {
+	clear(t.pages)
+	t.threads = nil
+	t.objs = nil
+}
+
+// Pid returns the process id of the stop last seen (0 while running).
+func (t *Target) Pid() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stop.pid
+}
+
+// CurrentThread returns the OS thread id of the thread the debugger has
+// selected at the stop last seen (0 if none).
+func (t *Target) CurrentThread() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint64(t.stop.current)
+}
+
+// ByteOrder returns binary.LittleEndian: Target supports amd64 only.
+func (t *Target) ByteOrder() binary.ByteOrder { return binary.LittleEndian }
+
+// Sizes returns target.LP64.
+func (t *Target) Sizes() target.Sizes { return target.LP64 }
+
+// ReadMemory fills buf with the process's memory at addr (by 4 KiB page,
+// cached for the stop).
+func (t *Target) ReadMemory(buf []byte, addr uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.readLocked(buf, addr)
+}
+
+func (t *Target) readLocked(buf []byte, addr uint64) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	if addr+uint64(len(buf)) < addr {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: target.ErrNoMemory}
+	}
+	if t.err != nil {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: t.err}
+	}
+	for done := 0; done < len(buf); {
+		a := addr + uint64(done)
+		pg := a &^ (pageSize - 1)
+		off := int(a - pg)
+		n := min(pageSize-off, len(buf)-done)
+		p, ok := t.pages[pg]
+		if !ok {
+			var err error
+			p, err = t.examine(pg, pageSize)
+			if err == nil {
+				if len(t.pages) >= maxCachedPages {
+					clear(t.pages)
+				}
+				t.pages[pg] = p
+			} else {
+				var se *ServerError
+				if !errors.As(err, &se) {
+					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
+				}
+				// Part of the page may be unmapped: read just what
+				// was asked for, uncached.
+				q, err := t.examine(a, n)
+				if err != nil {
+					if errors.As(err, &se) {
+						err = fmt.Errorf("%w: %w", target.ErrNoMemory, err)
+					}
+					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
+				}
+				copy(buf[done:], q)
+				done += n
+				continue
+			}
+		}
+		copy(buf[done:done+n], p[off:])
+		done += n
+	}
+	return nil
+}
+
+// examine reads n bytes at addr through the server.
+func (t *Target) examine(addr uint64, n int) ([]byte, error) {
+	var out rpc2.ExaminedMemoryOut
+	if err := t.c.call(bg, false, "ExamineMemory", rpc2.ExamineMemoryIn{Address: addr, Length: n}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Mem) != n {
+		return nil, &ServerError{Method: "ExamineMemory", Msg: fmt.Sprintf("%d bytes answered for %d", len(out.Mem), n)}
+	}
+	return out.Mem, nil
+}
+
+// WriteMemory returns an error wrapping target.ErrReadOnly: the Target never
+// changes the process the user debugs.
+func (t *Target) WriteMemory(addr uint64, data []byte) error {
+	return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: fmt.Errorf("%w: delverpc only reads the debugged process", target.ErrReadOnly)}
+}
+
+// Threads lists the process's threads by OS thread id, ascending, each with
+// its thread pointer (fs_base).
+func (t *Target) Threads() ([]target.Thread, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ths, err := t.threadsLocked()
+	return slices.Clone(ths), err
+}
+
+func (t *Target) threadsLocked() ([]target.Thread, error) {
+	if t.threads != nil {
+		return t.threads, nil
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	out := make([]target.Thread, 0, len(t.stop.threads))
+	for _, id := range t.stop.threads {
+		var regs rpc2.ListRegistersOut
+		if err := t.c.call(bg, false, "ListRegisters", rpc2.ListRegistersIn{ThreadID: id}, &regs); err != nil {
+			return nil, fmt.Errorf("thread %d: registers: %w", id, err)
+		}
+		tp, err := fsBase(regs.Regs)
+		if err != nil {
+			return nil, fmt.Errorf("thread %d: %w", id, err)
+		}
+		out = append(out, target.Thread{ID: uint64(id), Pointer: tp})
+	}
+	t.threads = out
+	return out, nil
+}
+
+// fsBase returns the value of register Fs_base (amd64's thread pointer).
+func fsBase(regs api.Registers) (uint64, error) {
+	for _, r := range regs {
+		if strings.EqualFold(r.Name, "fs_base") {
+			v, err := strconv.ParseUint(strings.TrimPrefix(r.Value, "0x"), 16, 64)
+			if err != nil {
+				return 0, fmt.Errorf("register %s = %q: %w", r.Name, r.Value, err)
+			}
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("no fs_base register (not linux/amd64?): %w", target.ErrUnsupported)
+}
+
+// threadPointerLocked returns the thread pointer of thread tid.
+func (t *Target) threadPointerLocked(tid uint64) (uint64, error) {
+	ths, err := t.threadsLocked()
+	if err != nil {
+		return 0, err
+	}
+	for _, th := range ths {
+		if th.ID == tid {
+			if th.Pointer == 0 {
+				return 0, fmt.Errorf("thread %d: thread pointer unknown: %w", tid, target.ErrUnsupported)
+			}
+			return th.Pointer, nil
+		}
+	}
+	return 0, fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)
+}
+
+// lockedMemory reads target memory with t.mu already held.
+type lockedMemory struct{ t *Target }
+
+func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.readLocked(buf, addr) }
+
+var (
+	_ target.Target          = (*Target)(nil)
+	_ target.BitFieldLocator = (*Target)(nil)
+	_ ompd.Symbolizer        = (*Target)(nil)
+)

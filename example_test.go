@@ -63,12 +63,17 @@ func ExampleAddressSpace_Threads() {
 	// gtid 4 lwp 4004 thread_num 0 idle
 }
 
-func ExampleThread_CurrentParallel() {
+func ExampleThread_Regions() {
 	as, _ := ompd.Open(stoppedProgram())
 	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
 	// Walk the region nest outwards; serialized regions are levels too.
-	p, err := th.CurrentParallel()
-	for ; err == nil; p, err = p.Enclosing() {
+	// The walk ends at level 0 without an error; a real error (unreadable
+	// memory, a stale handle) comes once and ends it.
+	for p, err := range th.Regions() {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
 		level, _ := p.Level()
 		active, _ := p.ActiveLevel()
 		n, _ := p.NumThreads()
@@ -78,7 +83,6 @@ func ExampleThread_CurrentParallel() {
 		}
 		fmt.Println()
 	}
-	fmt.Println(errors.Is(err, ompd.ErrUnavailable))
 	// Output:
 	// level 5 (active 2): 1 thread(s) in main._omp_fn.4
 	// level 4 (active 2): 1 thread(s)
@@ -86,41 +90,52 @@ func ExampleThread_CurrentParallel() {
 	// level 2 (active 2): 2 thread(s) in main._omp_fn.1
 	// level 1 (active 1): 4 thread(s) in main._omp_fn.0
 	// level 0 (active 0): 1 thread(s)
-	// true
 }
 
-func ExampleParallel_Thread() {
+func ExampleParallel_Threads() {
 	as, _ := ompd.Open(stoppedProgram())
 	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
-	p, _ := th.CurrentParallel()
-	for p.Equal(p) { // go out to the outermost active region
+	// The outermost region with more than two threads.
+	var outer ompd.Parallel
+	for p, err := range th.Regions() {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
 		if n, _ := p.NumThreads(); n > 2 {
+			outer = p
+		}
+	}
+	for member, err := range outer.Threads() {
+		if err != nil {
+			fmt.Println("error:", err)
 			break
 		}
-		p, _ = p.Enclosing()
-	}
-	n, _ := p.NumThreads()
-	for i := 0; i < n; i++ {
-		member, _ := p.Thread(i)
-		task, _ := p.ImplicitTask(i)
+		num, _ := member.Num()
+		task, _ := outer.ImplicitTask(num)
 		kind, _ := task.Kind()
-		fmt.Printf("thread %d: gtid %d, %v task\n", i, member.GTID(), kind)
+		fmt.Printf("gtid %d runs its %v task\n", member.GTID(), kind)
 	}
-	primary, _ := p.Primary()
+	primary, _ := outer.Primary()
 	fmt.Println("primary is gtid", primary.GTID())
 	// Output:
-	// thread 0: gtid 0, implicit task
-	// thread 1: gtid 1, implicit task
-	// thread 2: gtid 2, implicit task
-	// thread 3: gtid 3, implicit task
+	// gtid 0 runs its implicit task
+	// gtid 1 runs its implicit task
+	// gtid 2 runs its implicit task
+	// gtid 3 runs its implicit task
 	// primary is gtid 0
 }
 
-func ExampleTask_Generating() {
+func ExampleThread_Tasks() {
 	as, _ := ompd.Open(stoppedProgram())
 	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
-	task, err := th.CurrentTask()
-	for ; err == nil; task, err = task.Generating() {
+	// The current task, then the tasks that generated it, out to the
+	// initial task.
+	for task, err := range th.Tasks() {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
 		kind, _ := task.Kind()
 		final, _ := task.InFinal()
 		fmt.Printf("%-26v final=%v", kind, final)
@@ -138,6 +153,27 @@ func ExampleTask_Generating() {
 	// implicit                   final=false main._omp_fn.1
 	// implicit                   final=false main._omp_fn.0
 	// initial|implicit           final=false
+}
+
+func ExampleTask_SchedulingAncestors() {
+	as, _ := ompd.Open(stoppedProgram())
+	th, _ := as.ThreadByOSThread(ompd.LWPID, 4002)
+	cur, _ := th.CurrentTask()
+	// The tasks the current one interrupted on this thread, nearest first.
+	for task, err := range cur.SchedulingAncestors() {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		kind, _ := task.Kind()
+		fmt.Println(kind)
+	}
+	// Output:
+	// explicit|untied
+	// implicit
+	// implicit
+	// implicit
+	// implicit
 }
 
 func ExampleScope() {

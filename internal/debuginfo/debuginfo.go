@@ -146,8 +146,16 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 	id := BuildID(f)
 	link, crc, hasLink := DebugLink(f)
 	var mismatches []string
+	var special []string // candidates that are not regular files
 	try := func(cand string, checkCRC bool) bool {
-		if _, err := os.Stat(cand); err != nil {
+		st, err := os.Stat(cand)
+		if err != nil {
+			return false
+		}
+		if !st.Mode().IsRegular() {
+			// A FIFO or directory there is no debug file, and reading
+			// a FIFO would hang: skipped, and named if nothing is found.
+			special = append(special, cand)
 			return false
 		}
 		if err := verify(cand, id, checkCRC, crc); err != nil {
@@ -200,6 +208,9 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 	}
 	if len(mismatches) > 0 {
 		return "", fmt.Errorf("%s: %w", strings.Join(mismatches, "; "), ErrMismatch)
+	}
+	if len(special) > 0 {
+		return "", fmt.Errorf("debuginfo: %s (build-id %x): %w (skipped, not regular files: %s)", path, id, ErrNotFound, strings.Join(special, ", "))
 	}
 	return "", fmt.Errorf("debuginfo: %s (build-id %x): %w", path, id, ErrNotFound)
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,6 +127,29 @@ func TestFindLocal(t *testing.T) {
 		_, err := Find(ctx, lib2, openELF(t, lib2), Options{DebugDirs: []string{}})
 		require.ErrorIs(t, err, ErrMismatch)
 		require.Contains(t, err.Error(), "build-id")
+	})
+
+	t.Run("FIFOs and directories are skipped", func(t *testing.T) {
+		d2 := t.TempDir()
+		lib2 := filepath.Join(d2, "liba.so")
+		copyFile(t, lib, lib2)
+		require.NoError(t, syscall.Mkfifo(filepath.Join(d2, "liba.so.debug"), 0o600))
+		root := t.TempDir()
+		h := hex.EncodeToString(id)
+		require.NoError(t, os.MkdirAll(filepath.Join(root, ".build-id", h[:2], h[2:]+".debug"), 0o755))
+		done := make(chan error)
+		go func() {
+			_, err := Find(ctx, lib2, openELF(t, lib2), Options{DebugDirs: []string{root}})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, ErrNotFound)
+			require.NotErrorIs(t, err, ErrMismatch)
+			require.Contains(t, err.Error(), "not regular files")
+		case <-time.After(10 * time.Second):
+			t.Fatal("Find hangs on a FIFO")
+		}
 	})
 
 	t.Run("nothing found", func(t *testing.T) {

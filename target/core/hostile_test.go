@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/regfile"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
@@ -188,4 +191,65 @@ func TestCoreShrinks(t *testing.T) {
 		assert.True(t, errors.As(err, &re))
 		c.Close()
 	}
+}
+
+// TestCorruptRuntimeNTFile corrupts the NT_FILE entries of the runtime
+// library (their start, end and offset, and their names): the core is
+// refused with the reason, or the runtime is found (through the dynamic
+// linker's list) and read whole; never taken for an uninitialized one.
+func TestCorruptRuntimeNTFile(t *testing.T) {
+	m := newMutator(t, fixtures.Nested, nil)
+	clean, err := ompd.Open(m.clean)
+	require.NoError(t, err)
+	snap, err := clean.Snapshot(t.Context())
+	require.NoError(t, err)
+	want := len(snap.Threads)
+	clean.Close()
+
+	le := binary.LittleEndian
+	nt := m.header[len(m.header)-1]
+	data := m.data
+	count := int64(le.Uint64(data[nt.off:]))
+	pos := nt.off + 16 + count*24
+	checked := 0
+	for i := int64(0); i < count; i++ {
+		name := data[pos : pos+int64(bytes.IndexByte(data[pos:], 0))]
+		var patches [][]patch
+		if bytes.Contains(name, []byte("libomp")) {
+			for _, k := range []int64{1, int64(len(name)) - 2} {
+				patches = append(patches, []patch{{off: pos + k, data: []byte{'q'}}})
+			}
+			e := nt.off + 16 + i*24
+			for f := int64(0); f < 3; f++ {
+				for _, v := range []uint64{0, 0x1000, 0x100000, 1 << 40} {
+					b := le.AppendUint64(nil, le.Uint64(data[e+8*f:])+v)
+					if v == 0 {
+						b = make([]byte, 8)
+					}
+					patches = append(patches, []patch{{off: e + 8*f, data: b}})
+				}
+			}
+		}
+		pos += int64(len(name)) + 1
+		for _, p := range patches {
+			ov := &overlay{base: data, size: int64(len(data)), patches: p}
+			cfg := &config{}
+			c, err := newCore(ov, ov.size, cfg)
+			if err != nil {
+				assert.Contains(t, err.Error(), "NT_FILE")
+				continue
+			}
+			require.NoError(t, c.loadObjects(cfg, m.exe))
+			as, err := ompd.Open(c)
+			checked++
+			if assert.NoError(t, err, "%+v", p) {
+				snap, err := as.Snapshot(t.Context())
+				require.NoError(t, err)
+				assert.Len(t, snap.Threads, want, "%+v", p)
+				as.Close()
+			}
+			c.Close()
+		}
+	}
+	assert.Greater(t, checked, 20)
 }

@@ -305,7 +305,7 @@ func (r *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
 	}
 	ref, ok := m[id]
 	if !ok {
-		return omprt.ThreadRef{}, omprt.Errorf(omprt.ErrUnavailable, "gomp: OS thread %#x is not an OpenMP thread", id)
+		return omprt.ThreadRef{}, omprt.Errorf(omprt.ErrUnavailable, "gomp: OS thread %s is not an OpenMP thread", omprt.OSThreadName(kind, id))
 	}
 	return ref, nil
 }

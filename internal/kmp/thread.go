@@ -196,7 +196,7 @@ func (rt *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
 	}
 	pos, ok := tt.byPth[pthread]
 	if !ok {
-		return omprt.ThreadRef{}, errorf(ErrUnavailable, "%v thread %#x is not an OpenMP thread", omprt.IDKindName(kind), id)
+		return omprt.ThreadRef{}, errorf(ErrUnavailable, "OS thread %s is not an OpenMP thread", omprt.OSThreadName(kind, id))
 	}
 	return tt.refs[pos], nil
 }

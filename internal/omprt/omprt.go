@@ -313,3 +313,13 @@ func (k IDKindName) String() string {
 	}
 	return "ThreadIDKind(" + strconv.Itoa(int(k)) + ")"
 }
+
+// OSThreadName writes an OS thread id of a kind as messages show it
+// everywhere: an LWP in decimal ("lwp 19440", as ps and gdb show it),
+// other ids in hexadecimal ("pthread 0x7ffff7ca8740").
+func OSThreadName(kind int, id uint64) string {
+	if kind == IDLWP {
+		return "lwp " + strconv.FormatUint(id, 10)
+	}
+	return IDKindName(kind).String() + " " + "0x" + strconv.FormatUint(id, 16)
+}

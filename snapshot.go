@@ -14,28 +14,38 @@ import (
 // Where one answer fails (for instance a state without state tracking), the
 // field holds the zero value and Errors says why; the walk goes on.
 type Snapshot struct {
-	OpenMPVersion int              `json:"openmp_version"`
-	LayoutSource  string           `json:"layout_source"`
-	StateTracking bool             `json:"state_tracking"`
-	Threads       []ThreadSnapshot `json:"threads"`
-	ICVs          []ICVValue       `json:"icvs"` // address-space ICVs
-	DisplayVars   []ControlVar     `json:"display_vars"`
-	Breakpoints   []Breakpoint     `json:"breakpoints"`
-	Errors        []string         `json:"errors,omitempty"`
+	// Runtime names the OpenMP runtime read ("LLVM libomp", "GNU
+	// libgomp") and its version where known.
+	Runtime        string `json:"runtime"`
+	RuntimeVersion string `json:"runtime_version,omitempty"`
+	// StatesInferred says the runtime records no thread states: each
+	// thread's state was inferred from its stack (see Thread.StateInferred).
+	StatesInferred bool             `json:"states_inferred,omitempty"`
+	OpenMPVersion  int              `json:"openmp_version"`
+	LayoutSource   string           `json:"layout_source"`
+	StateTracking  bool             `json:"state_tracking"`
+	Threads        []ThreadSnapshot `json:"threads"`
+	ICVs           []ICVValue       `json:"icvs"` // address-space ICVs
+	DisplayVars    []ControlVar     `json:"display_vars"`
+	Breakpoints    []Breakpoint     `json:"breakpoints"`
+	Errors         []string         `json:"errors,omitempty"`
 }
 
 // ThreadSnapshot is one thread in a Snapshot.
 type ThreadSnapshot struct {
-	ID       string             `json:"id"`
-	GTID     int                `json:"gtid"`
-	LWP      uint64             `json:"lwp,omitempty"`
-	Pthread  uint64             `json:"pthread"`
-	Num      int                `json:"thread_num"`
-	State    string             `json:"state,omitempty"`
-	WaitID   uint64             `json:"wait_id,omitempty"`
-	Parallel []ParallelSnapshot `json:"parallel"` // innermost first
-	Tasks    []TaskSnapshot     `json:"tasks"`    // current task, then its generating ancestors
-	ICVs     []ICVValue         `json:"icvs"`     // thread ICVs, then the current task's
+	ID      string `json:"id"`
+	GTID    int    `json:"gtid"`
+	LWP     uint64 `json:"lwp,omitempty"`
+	Pthread uint64 `json:"pthread"`
+	Num     int    `json:"thread_num"`
+	State   string `json:"state,omitempty"`
+	WaitID  uint64 `json:"wait_id,omitempty"`
+	// StateInferred says State was inferred (from the thread's stack,
+	// for libgomp), not recorded by the runtime.
+	StateInferred bool               `json:"state_inferred,omitempty"`
+	Parallel      []ParallelSnapshot `json:"parallel"` // innermost first
+	Tasks         []TaskSnapshot     `json:"tasks"`    // current task, then its generating ancestors
+	ICVs          []ICVValue         `json:"icvs"`     // thread ICVs, then the current task's
 	// Frames is the thread's backtrace, innermost first, when the
 	// snapshot was taken WithBacktraces (see Thread.Backtrace).
 	Frames []FrameSnapshot `json:"frames,omitempty"`
@@ -86,7 +96,9 @@ type snap struct {
 	as       *AddressSpace
 	s        *Snapshot
 	tracking bool
-	byScope  map[ScopeKind][]ICV
+	// inferring: the runtime infers states instead of tracking them.
+	inferring bool
+	byScope   map[ScopeKind][]ICV
 }
 
 // note records err, unless it only says that something does not exist.
@@ -123,7 +135,8 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	if err := as.check(); err != nil {
 		return nil, err
 	}
-	s := &Snapshot{LayoutSource: as.LayoutSource().String()}
+	info := as.rt.Info()
+	s := &Snapshot{LayoutSource: as.LayoutSource().String(), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
 	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}}
 	for _, id := range as.ICVs() {
 		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
@@ -134,6 +147,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	s.StateTracking, err = as.rt.StateTracking()
 	sn.note("", "state tracking", err)
 	sn.tracking = s.StateTracking
+	sn.inferring = info.InfersStates
 	s.ICVs = sn.appendICVs(s.ICVs, as, "")
 	s.DisplayVars, err = as.DisplayControlVars()
 	sn.note("", "display control variables", err)
@@ -184,11 +198,12 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 	ts.Pthread, ts.LWP = d.Pthread, d.LWP
 	ts.Num = d.Num
 	sn.note(ts.ID, "thread num", d.NumErr)
-	if sn.tracking {
+	if sn.tracking || d.StateInferred || sn.inferring {
 		sn.note(ts.ID, "state", d.StateErr)
 		if d.StateErr == nil {
 			st := State(d.State)
 			ts.State = st.String()
+			ts.StateInferred = d.StateInferred
 			if st.IsWait() {
 				ts.WaitID = d.WaitID
 			}

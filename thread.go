@@ -132,6 +132,22 @@ func (t Thread) State() (State, WaitID, error) {
 	return State(d.State), WaitID(d.WaitID), nil
 }
 
+// StateInferred reports whether the thread's state was inferred rather
+// than recorded by the runtime: GCC's libgomp records no thread states, so
+// they are read from the thread's stack (the function it waits in, the
+// address of its futex wait), or, for an idle pool thread, from the pool.
+// Where the stack does not tell, State fails with ErrUnavailable.
+func (t Thread) StateInferred() (bool, error) {
+	d, err := t.data()
+	if err != nil {
+		return false, err
+	}
+	if d.StateErr != nil {
+		return false, d.StateErr
+	}
+	return d.StateInferred, nil
+}
+
 // Num returns the thread's number in the team of its innermost parallel
 // region (ompd_get_thread_num; omp_get_thread_num in the thread).
 func (t Thread) Num() (int, error) {

@@ -38,8 +38,19 @@ func printText(w io.Writer, s *ompd.Snapshot, sum *summary.Summary, v view) erro
 }
 
 func printHeader(w io.Writer, s *ompd.Snapshot) {
-	fmt.Fprintf(w, "OpenMP runtime: _OPENMP %d, layout from %s, state tracking %s\n",
-		s.OpenMPVersion, s.LayoutSource, onOff(s.StateTracking))
+	states := "state tracking " + onOff(s.StateTracking)
+	if s.StatesInferred {
+		states = "states inferred from the stacks"
+	}
+	name := s.Runtime
+	if s.RuntimeVersion != "" {
+		name += " " + s.RuntimeVersion
+	}
+	if name != "" {
+		name += ", "
+	}
+	fmt.Fprintf(w, "OpenMP runtime: %s_OPENMP %d, layout from %s, %s\n",
+		name, s.OpenMPVersion, s.LayoutSource, states)
 }
 
 // printSummary writes the groups of sum, with their ranks if withRanks.

@@ -118,6 +118,8 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 			assert.Equal(t, th.ThreadNum, d.Num, "thread number")
 			require.NoError(t, d.RegionErr)
 
+			checkState(t, r, truth, th, d, globals)
+
 			// The nest, innermost first.
 			reg := d.Region
 			for l := th.Level; l >= 0; l-- {
@@ -125,6 +127,17 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 				require.NoError(t, err, "level %d", l)
 				anc := th.Ancestors[l]
 				assert.EqualValues(t, l, rd.Ref.Level, "level")
+				if l > 0 {
+					// The outlined function, from the stacks, with or
+					// without libgomp's debug information.
+					require.NoError(t, rd.FunctionErr, "function of the region at level %d", l)
+					loc, err := r.t.(target.CodeLocator).LocateCode(rd.Function)
+					require.NoError(t, err)
+					assert.Contains(t, loc.Function, "._omp_fn.", "level %d", l)
+					assert.Equal(t, rd.Function, loc.Entry)
+				} else {
+					assert.ErrorIs(t, rd.FunctionErr, omprt.ErrUnavailable)
+				}
 				assert.Equal(t, anc.TeamSize, rd.TeamSize, "team size at level %d", l)
 				if l == th.Level {
 					assert.Equal(t, th.ActiveLevel, rd.ActiveLevel, "active level")
@@ -203,6 +216,41 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 	}
 	if len(truth.Tasks) > 0 {
 		checkTasks(t, r, truth)
+	}
+}
+
+// checkState compares a thread's inferred state with its role. With
+// libgomp's debug information every role is recognized; without it, a
+// thread in user code still is, and the others are either right or
+// ErrUnavailable, never wrong.
+func checkState(t *testing.T, r *Runtime, truth *fixtures.Truth, th *fixtures.Thread, d *omprt.ThreadData, globals bool) {
+	t.Helper()
+	if d.StateErr != nil {
+		assert.ErrorIs(t, d.StateErr, omprt.ErrUnavailable)
+		assert.False(t, globals && th.Role != fixtures.RoleLock && th.Role != fixtures.RoleCritical,
+			"role %s: with debug information the state must be known: %v", th.Role, d.StateErr)
+		assert.NotEqual(t, fixtures.RoleWorking, th.Role, "a thread in user code")
+		assert.NotEqual(t, fixtures.RoleStopper, th.Role, "a thread in user code")
+		return
+	}
+	assert.True(t, d.StateInferred)
+	switch th.Role {
+	case fixtures.RoleStopper, fixtures.RoleWorking:
+		assert.EqualValues(t, stateWorkParallel, d.State, "role %s", th.Role)
+	case fixtures.RoleBarrier:
+		assert.EqualValues(t, stateBarrierExplicit, d.State, "role %s", th.Role)
+	case fixtures.RoleLock:
+		assert.Contains(t, []int64{stateLock, stateMutex}, d.State, "role %s", th.Role)
+		lock, err := fixtures.ParseHex(th.Lock)
+		require.NoError(t, err)
+		assert.Equal(t, lock, d.WaitID, "the lock waited for")
+	case fixtures.RoleCritical:
+		assert.Contains(t, []int64{stateCritical, stateMutex}, d.State, "role %s", th.Role)
+		lock, err := r.t.LookupSymbol(".gomp_critical_user_" + th.Critical)
+		require.NoError(t, err)
+		assert.Equal(t, lock, d.WaitID, "the critical section's lock")
+	default:
+		t.Errorf("unexpected role %s", th.Role)
 	}
 }
 

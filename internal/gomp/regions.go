@@ -44,7 +44,8 @@ func (r *Runtime) decodeRegion(ref omprt.Ref) *regionRec {
 // regionFunction is the outlined function of a region, as the stacks of
 // its threads show it (see stack.go).
 func (r *Runtime) regionFunction(ref omprt.Ref) (uint64, bool) {
-	return 0, false
+	fn, ok := r.getStop().fns[ref]
+	return fn, ok
 }
 
 // RegionThread returns the thread with number n in a region's team.

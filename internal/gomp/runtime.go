@@ -152,16 +152,13 @@ func orNone(s string) string {
 
 // Info says which runtime this is and where its layout came from.
 func (r *Runtime) Info() omprt.Info {
-	v := r.lay.GCC
-	if r.source == omprt.LayoutDWARF {
-		v = ""
+	// The version is the GCC release of a known layout the library
+	// matches, else its newest symbol version.
+	v := r.lib.newestNode
+	if l, ok := knownLayout(r.lib); ok {
+		v = "GCC " + l.GCC
 	}
-	if v == "" && r.lib.newestNode != "" {
-		v = r.lib.newestNode
-	} else if v != "" {
-		v = "GCC " + v
-	}
-	return omprt.Info{Name: Name, Version: v, Layout: r.source}
+	return omprt.Info{Name: Name, Version: v, Layout: r.source, InfersStates: true}
 }
 
 // Library is the path of the libgomp the target loaded.

@@ -23,6 +23,10 @@ type stop struct {
 	implicit map[uint64]omprt.Ref
 	// initialTask is the level-0 implicit task, as the threads show it.
 	initialTask omprt.Ref
+	// stacks holds what each thread's stack tells; fns the outlined
+	// function of each region, from the stacks.
+	stacks map[omprt.ThreadRef]stackInfo
+	fns    map[omprt.Ref]uint64
 }
 
 type member struct {
@@ -75,6 +79,8 @@ func (r *Runtime) decodeStop() *stop {
 		byPth:    map[uint64]omprt.ThreadRef{},
 		members:  map[member]omprt.ThreadRef{},
 		implicit: map[uint64]omprt.Ref{},
+		stacks:   map[omprt.ThreadRef]stackInfo{},
+		fns:      map[omprt.Ref]uint64{},
 	}
 	osThreads, err := r.t.Threads()
 	if err != nil {
@@ -137,6 +143,23 @@ func (r *Runtime) decodeStop() *stop {
 	}
 	if s.initialTask != l0 {
 		s.implicit[s.initialTask.Addr] = l0
+	}
+	for _, ref := range s.threads {
+		th := s.raw[ref]
+		if th == nil || th.idle {
+			continue
+		}
+		si := r.readStack(th)
+		s.stacks[ref] = si
+		// The outlined functions, innermost first, belong to the
+		// thread's regions from the innermost outwards, for as long as
+		// the thread is the primary thread of the inner one.
+		for i, fn := range si.entries {
+			if i >= len(th.chain) || (i > 0 && th.chain[i-1].num != 0) {
+				break
+			}
+			s.fns[omprt.Ref{Addr: th.chain[i].team, Level: int32(th.chain[i].level)}] = fn
+		}
 	}
 	for _, ref := range s.threads {
 		if _, ok := s.recs[ref]; !ok {
@@ -247,7 +270,8 @@ func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.Th
 		d.NumErr, d.RegionErr, d.TaskErr = why, why, why
 		return d
 	}
-	d.StateErr = omprt.Errorf(omprt.ErrUnavailable, "gomp: libgomp records no thread state, and the stack of thread %d does not tell", th.os.ID)
+	si := s.stacks[ref]
+	d.State, d.WaitID, d.StateErr, d.StateInferred = si.state, si.waitID, si.stateErr, si.stateErr == nil
 	if th.level == 0 {
 		d.Num, d.Region = 0, r.level0()
 	} else if th.chainErr != nil && len(th.chain) == 0 {

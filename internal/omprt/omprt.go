@@ -86,6 +86,9 @@ type Info struct {
 	Name    string       // e.g. "LLVM libomp", "GNU libgomp"
 	Version string       // the runtime's version as it reports it, "" if unknown
 	Layout  LayoutSource // where the layout came from
+	// InfersStates says the runtime records no thread states and the
+	// runtime package infers them (ThreadData.StateInferred).
+	InfersStates bool
 }
 
 // ThreadRef names an OpenMP thread: Addr is the runtime's thread structure

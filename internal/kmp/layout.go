@@ -27,7 +27,9 @@ type layout struct {
 	thTeam, thCurrentTask, thThread, thTid, thState, thWaitID, thThreadData field
 	thExtent                                                                uint64
 
-	teamT uint64 // offset of kmp_base_team_t in kmp_team_t
+	teamT     uint64 // offset of kmp_base_team_t in kmp_team_t
+	teamTSize uint64 // sizeof(kmp_base_team_t) when the tables give it, else 0
+	thSize    uint64 // offset + size of kmp_info_t's th member (0 if unknown)
 	// kmp_base_team_t
 	tThreads, tNproc, tLevel, tActiveLevel, tParent, tPkfn, tImplicitTask, tMasterTid, tParallelData, tSerialInfo field
 	teamExtent                                                                                                    uint64
@@ -139,7 +141,16 @@ func lookupErr(err error, format string, args ...any) error {
 }
 
 // in shifts a field of a nested structure by the offset of that structure.
-func in(base field, f field) field { return field{Off: base.Off + f.Off, Size: f.Size} }
+// A member that does not fit in the member it is nested in (whose size the
+// OMPD tables give; DWARF layouts give 0, unchecked) comes out with size 0,
+// which finish rejects: tables that put a field past the end of its
+// structure are corrupt, even within maxStruct.
+func in(base field, f field) field {
+	if base.Size > 0 && (f.End() > base.Size || f.End() < f.Off) {
+		return field{Off: base.Off + f.Off}
+	}
+	return field{Off: base.Off + f.Off, Size: f.Size}
+}
 
 // readLayout reads every offset and size this package needs from r.
 func readLayout(r layoutReader, ptr uint64) (*layout, error) {
@@ -161,7 +172,11 @@ func readLayout(r layoutReader, ptr uint64) (*layout, error) {
 	l.thWaitID = in(oti, r.access("ompt_thread_info_t", "wait_id"))
 	l.thThreadData = in(oti, r.access("ompt_thread_info_t", "thread_data"))
 
-	l.teamT = r.access("kmp_team_p", "t").Off
+	teamT := r.access("kmp_team_p", "t")
+	l.teamT, l.teamTSize = teamT.Off, teamT.Size
+	if th.Size > 0 {
+		l.thSize = th.End()
+	}
 	l.tThreads = r.access("kmp_base_team_t", "t_threads")
 	l.tNproc = r.access("kmp_base_team_t", "t_nproc")
 	l.tLevel = r.access("kmp_base_team_t", "t_level")
@@ -302,7 +317,7 @@ func (l *layout) finish(ptr uint64) error {
 	// at most 8 bytes; checked one by one, so that no sum can wrap.
 	for _, e := range fields {
 		if e.f.Off > maxStruct || e.f.Size == 0 || e.f.Size > 8 {
-			errs = append(errs, fmt.Errorf("layout: %s at offset %d, %d bytes", e.name, e.f.Off, e.f.Size))
+			errs = append(errs, fmt.Errorf("layout: %s at offset %d, %d bytes (outside its structure, or of no size)", e.name, e.f.Off, e.f.Size))
 		}
 	}
 	if l.taskdataSize > maxStruct || l.infoSize > maxStruct || l.teamT > maxStruct {
@@ -333,6 +348,8 @@ func (l *layout) finish(ptr uint64) error {
 	check("sizeof(kmp_info_t) out of range", l.infoSize > 0 && l.thExtent <= l.infoSize)
 	check("sizeof(kmp_taskdata_t) out of range", l.taskdataSize > 0 && l.taskExtent <= l.taskdataSize)
 	check("team fields out of range", l.teamExtent > 0 && l.teamExtent <= maxStruct)
+	check("team fields beyond sizeof(kmp_base_team_t)", l.teamTSize == 0 || l.teamExtent <= l.teamTSize)
+	check("kmp_info_t.th beyond sizeof(kmp_info_t)", l.thSize <= l.infoSize)
 	check("lw taskteam fields out of range", l.lwExtent > 0 && l.lwExtent <= maxStruct)
 	for _, e := range fields {
 		switch sz := e.f.Size; e.kind {

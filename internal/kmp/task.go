@@ -164,6 +164,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if implicit && r.Level > tm.first {
 		// An enclosing serialized level of the same serial team.
 		d.Generating = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	} else if err := s.onCycle(&s.generating, r.Addr); err != nil {
+		d.GeneratingErr = err
 	} else {
 		d.Generating, d.GeneratingErr = s.ancestor(r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
 	}
@@ -172,6 +174,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	switch {
 	case implicit && r.Level > tm.first:
 		d.Scheduling = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
+		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)
 	case implicit && r.Addr != tm.implicit: // a worker's implicit task
 		d.SchedulingErr = errorf(ErrUnavailable, "%v: a worker's implicit task interrupts no task", name)
 	case implicit:

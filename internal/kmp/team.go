@@ -101,8 +101,12 @@ func (s *stop) decodeTeam(addr uint64) *team {
 			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at level %d: enclosing team %#x is at level %d", addr, tm.level, tm.parent, p.level)
 		case tm.nproc > 1 && p.level != tm.level-1:
 			tm.enclosingErr = errorf(ErrCorrupt, "team %#x of %d threads at level %d: enclosing team %#x is at level %d (an active team stands for one level)", addr, tm.nproc, tm.level, tm.parent, p.level)
-		case p.activeLevel < 0 || p.activeLevel > tm.activeLevel || tm.activeLevel-p.activeLevel > tm.level-p.level:
+		case p.activeLevel < 0 || p.activeLevel > tm.activeLevel || tm.activeLevel-p.activeLevel > 1:
 			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at active level %d: enclosing team %#x is at active level %d", addr, tm.activeLevel, tm.parent, p.activeLevel)
+		case tm.activeLevel > p.level+1:
+			// Every level the team stands for has its active level:
+			// the outermost of them, p.level+1, must not be below it.
+			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at active level %d stands for levels from %d", addr, tm.activeLevel, p.level+1)
 		default:
 			tm.first, tm.parentLevel = p.level+1, p.level
 		}

@@ -22,9 +22,15 @@ type stop struct {
 	tasks    omprt.Cache[uint64, *taskRaw]
 	regions  omprt.Cache[omprt.Ref, *regionRec]
 	taskRecs omprt.Cache[omprt.Ref, *taskRec]
+
+	generating, scheduling chain
 }
 
-func (rt *Runtime) newStop() *stop { return &stop{rt: rt} }
+func (rt *Runtime) newStop() *stop {
+	return &stop{rt: rt,
+		generating: chain{name: "td_parent", next: generatingLink},
+		scheduling: chain{name: "scheduling", next: schedulingLink}}
+}
 
 // threadTable is the runtime's thread table __kmp_threads as read at one
 // stop, with the kmp_info_t of every thread in it.

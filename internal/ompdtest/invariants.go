@@ -20,18 +20,9 @@ const walkLimit = 10000
 
 // PendingInvariants are the invariants whose failures the harness reports
 // (in the test log, with a reproducer) but does not fail on yet, each with
-// the fix it waits for. They are the walk invariants of issue 15 (items 2,
-// 3, 4, 9), which the per-stop decode of the runtime boundary fixes; an
-// entry goes when that lands.
-var PendingInvariants = map[string]string{
-	"level>=0":       "issue 15 item 2: negative team levels are walked",
-	"levels fall":    "issue 15 item 2/4: levels that do not fall are walked",
-	"active<=level":  "issue 15 item 4: active levels above the level",
-	"team size>=1":   "issue 15 item 9: team sizes not checked",
-	"num<size":       "issue 15 item 9: thread numbers not checked against team sizes",
-	"walk ends":      "issue 15 item 3: cycles in region and task chains",
-	"team size<=max": "issue 15 item 9: team sizes not bounded by the thread table",
-}
+// the fix it waits for. None is pending: the walk invariants of issue 15
+// (items 2, 3, 4, 9) are kept by the per-stop decode of internal/kmp.
+var PendingInvariants = map[string]string{}
 
 // Sentinels are the errors every error of package ompd must match.
 var Sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInput, ompd.ErrUnsupported,
@@ -68,10 +59,32 @@ func Invariants(as *ompd.AddressSpace) []string {
 	ths, err := as.Threads()
 	out = append(out, SentinelProblems("threads", err)...)
 	for _, th := range ths {
-		out = append(out, walkRegions(th)...)
-		out = append(out, walkTasks(th)...)
+		rp, rerr := walkRegions(th)
+		tp, terr := walkTasks(th)
+		out = append(append(out, rp...), tp...)
+		if snap != nil {
+			out = append(out, cutReported(snap, th, "parallel chain", rerr)...)
+			out = append(out, cutReported(snap, th, "task chain", terr)...)
+		}
 	}
 	return out
+}
+
+// cutReported checks that a chain the handles could not walk to its
+// natural end (the error that ended it is not ErrUnavailable) is reported
+// in the snapshot's errors, under the thread's id and the chain's name or
+// as an error of the whole thread.
+func cutReported(s *ompd.Snapshot, th ompd.Thread, chain string, end error) []string {
+	if end == nil || errors.Is(end, ompd.ErrUnavailable) {
+		return nil
+	}
+	id := th.String()
+	for _, e := range s.Errors {
+		if strings.HasPrefix(e, id+" "+chain+": ") || strings.HasPrefix(e, id+" thread: ") {
+			return nil
+		}
+	}
+	return []string{fmt.Sprintf("invariant cut reported: thread %v: its %s ends with %v, which the snapshot does not report", th, chain, end)}
 }
 
 // checkSnapshot checks what a Snapshot says about each thread: region
@@ -109,13 +122,13 @@ func checkSnapshot(s *ompd.Snapshot) []string {
 
 // walkRegions follows Enclosing from the thread's current region and
 // checks the same invariants on the handles, and that the walk ends.
-func walkRegions(th ompd.Thread) []string {
+func walkRegions(th ompd.Thread) ([]string, error) {
 	var out []string
 	p, err := th.CurrentParallel()
 	prev := -1
 	for n := 0; err == nil; n++ {
 		if n == walkLimit {
-			return append(out, fmt.Sprintf("invariant walk ends: thread %v: Enclosing still answers after %d steps", th, n))
+			return append(out, fmt.Sprintf("invariant walk ends: thread %v: Enclosing still answers after %d steps", th, n)), nil
 		}
 		lvl, lerr := p.Level()
 		act, aerr := p.ActiveLevel()
@@ -137,20 +150,20 @@ func walkRegions(th ompd.Thread) []string {
 		}
 		p, err = p.Enclosing()
 	}
-	return append(out, SentinelProblems("enclosing", err)...)
+	return append(out, SentinelProblems("enclosing", err)...), err
 }
 
 // walkTasks follows Generating from the thread's current task: the walk
-// must end.
-func walkTasks(th ompd.Thread) []string {
+// must end. It returns the error that ended it.
+func walkTasks(th ompd.Thread) ([]string, error) {
 	tk, err := th.CurrentTask()
 	for n := 0; err == nil; n++ {
 		if n == walkLimit {
-			return []string{fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)}
+			return []string{fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)}, nil
 		}
 		tk, err = tk.Generating()
 	}
-	return SentinelProblems("generating", err)
+	return SentinelProblems("generating", err), err
 }
 
 // InvariantOf returns the name of the invariant a problem breaks, "" for

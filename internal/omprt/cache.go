@@ -31,3 +31,23 @@ func (c *Cache[K, V]) Get(k K, decode func(K) V) V {
 	c.m[k] = v
 	return v
 }
+
+// Load returns the record for k if it was decoded.
+func (c *Cache[K, V]) Load(k K) (V, bool) {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+// Store keeps v for k unless a record is there already.
+func (c *Cache[K, V]) Store(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[K]V)
+	}
+	if _, ok := c.m[k]; !ok {
+		c.m[k] = v
+	}
+}

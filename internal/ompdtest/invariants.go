@@ -25,7 +25,7 @@ const walkLimit = 10000
 var PendingInvariants = map[string]string{}
 
 // Sentinels are the errors every error of package ompd must match.
-var Sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInput, ompd.ErrUnsupported,
+var Sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInput, ompd.ErrUnsupported, ompd.ErrIncomplete,
 	ompd.ErrNeedsStateTracking, ompd.ErrIncompatible, ompd.ErrReadFailed, ompd.ErrWriteFailed, ompd.ErrCorrupt}
 
 // SentinelProblems returns what is wrong with err, an error of package

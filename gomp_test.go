@@ -49,6 +49,17 @@ func TestGompThroughAPI(t *testing.T) {
 					require.NoError(t, err)
 					want := stop.Truth.ThreadByTID(int(lwp))
 					require.NotNil(t, want, "thread %d", lwp)
+					if want.Role == fixtures.RoleIdle {
+						state, _, err := th.State()
+						require.NoError(t, err)
+						assert.Equal(t, ompd.StateIdle, state)
+						inferred, err := th.StateInferred()
+						require.NoError(t, err)
+						assert.True(t, inferred)
+						_, err = th.CurrentParallel()
+						assert.ErrorIs(t, err, ompd.ErrUnavailable)
+						continue
+					}
 					n, err := th.Num()
 					require.NoError(t, err)
 					assert.Equal(t, want.ThreadNum, n)

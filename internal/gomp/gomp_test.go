@@ -114,6 +114,16 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 			byPth, err := r.ThreadByOS(omprt.IDPthread, p)
 			require.NoError(t, err)
 			assert.Equal(t, ref, byPth)
+			if th.Role == fixtures.RoleIdle {
+				// Waiting in the pool: idle, in no region.
+				require.NoError(t, d.StateErr)
+				assert.EqualValues(t, stateIdle, d.State)
+				assert.True(t, d.StateInferred)
+				assert.ErrorIs(t, d.RegionErr, omprt.ErrUnavailable)
+				assert.ErrorIs(t, d.TaskErr, omprt.ErrUnavailable)
+				assert.ErrorIs(t, d.NumErr, omprt.ErrUnavailable)
+				return
+			}
 			require.NoError(t, d.NumErr)
 			assert.Equal(t, th.ThreadNum, d.Num, "thread number")
 			require.NoError(t, d.RegionErr)
@@ -236,7 +246,11 @@ func checkState(t *testing.T, r *Runtime, truth *fixtures.Truth, th *fixtures.Th
 	assert.True(t, d.StateInferred)
 	switch th.Role {
 	case fixtures.RoleStopper, fixtures.RoleWorking:
-		assert.EqualValues(t, stateWorkParallel, d.State, "role %s", th.Role)
+		want := stateWorkParallel
+		if th.Level == 0 {
+			want = stateWorkSerial
+		}
+		assert.EqualValues(t, want, d.State, "role %s", th.Role)
 	case fixtures.RoleBarrier:
 		assert.EqualValues(t, stateBarrierExplicit, d.State, "role %s", th.Role)
 	case fixtures.RoleLock:

@@ -16,6 +16,9 @@ import (
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/internal/unwind"
+	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/core"
 )
 
 // gdbFrame is one physical frame of gdb's backtrace (with the inline
@@ -216,5 +219,104 @@ func TestSnapshotBacktraces(t *testing.T) {
 			assert.Equal(t, barrier, n, k)
 			assert.True(t, strings.HasPrefix(k, "__kmpc_barrier < "), k)
 		}
+	}
+}
+
+// fuzzedRegisters is a real core whose threads' registers are replaced in
+// part by fuzzed values.
+type fuzzedRegisters struct {
+	*core.Core
+	pc, sp, fp, bx uint64
+	mode           uint8
+}
+
+func (f *fuzzedRegisters) ThreadRegisters(tid uint64) (target.Registers, error) {
+	r, err := f.Core.ThreadRegisters(tid)
+	if err != nil {
+		return r, err
+	}
+	sp, _ := r.SP()
+	if f.mode&1 != 0 {
+		r.Set(16, f.pc)
+	}
+	if f.mode&2 != 0 {
+		r.Set(7, f.sp)
+	} else if f.mode&4 != 0 {
+		r.Set(7, sp+f.sp%4096) // somewhere in the real stack
+	}
+	if f.mode&8 != 0 {
+		r.Set(6, f.fp)
+	} else if f.mode&16 != 0 {
+		r.Set(6, sp+f.fp%4096)
+	}
+	if f.mode&32 != 0 {
+		r.Set(3, f.bx)
+	}
+	if f.mode&64 != 0 {
+		r.Forget(int(f.bx % 17))
+	}
+	return r, nil
+}
+
+// FuzzBacktraceRegisters unwinds every thread of a real core (real
+// call-frame information and stack memory) from fuzzed registers: each
+// walk ends, within its depth limit, with or without a reason, never with
+// a panic.
+func FuzzBacktraceRegisters(f *testing.F) {
+	stop := fixtures.Core(f, fixtures.Tasks)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(f, err)
+	f.Cleanup(func() { c.Close() })
+	f.Add(uint64(0x7ffff7efbde6), uint64(8), uint64(16), uint64(0), uint8(4|16))
+	f.Add(uint64(0), uint64(0), uint64(0), uint64(0), uint8(0xff))
+	f.Add(uint64(0x555555556468), uint64(0x7fffffffd000), uint64(0x7fffffffd000), uint64(1), uint8(1|2|8))
+	f.Fuzz(func(t *testing.T, pc, sp, fp, bx uint64, mode uint8) {
+		fr := &fuzzedRegisters{Core: c, pc: pc, sp: sp, fp: fp, bx: bx, mode: mode}
+		as, err := ompd.Open(fr)
+		require.NoError(t, err)
+		ths, err := as.Threads()
+		require.NoError(t, err)
+		for _, th := range ths {
+			bt, err := th.Backtrace(context.Background(), ompd.MaxFrames(64))
+			if err != nil {
+				require.ErrorIs(t, err, ompd.ErrReadFailed)
+				continue
+			}
+			require.LessOrEqual(t, len(bt.Frames), 64)
+			for i := 1; i < len(bt.Frames); i++ {
+				if bt.Frames[i].CFA != 0 {
+					require.Greater(t, bt.Frames[i].CFA, bt.Frames[i-1].CFA)
+				}
+			}
+		}
+	})
+}
+
+// TestBacktraceCorruptStack: a thread whose stack and frame pointers point
+// at unmapped memory, or into its own stack out of order, gets the frames
+// that could be found and a reason, not an error.
+func TestBacktraceCorruptStack(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Tasks)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	for _, tc := range []struct {
+		fr   fuzzedRegisters
+		want error
+	}{
+		{fuzzedRegisters{sp: 0x1000, fp: 0x1000, mode: 2 | 8}, target.ErrNoMemory},
+		{fuzzedRegisters{fp: 0x10, mode: 8}, unwind.ErrNoProgress}, // CFA = rbp+16 below the stack pointer
+	} {
+		fr := tc.fr
+		fr.Core = c
+		as, err := ompd.Open(&fr)
+		require.NoError(t, err)
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(stop.Truth.StopTID))
+		require.NoError(t, err)
+		bt, err := th.Backtrace(context.Background())
+		require.NoError(t, err)
+		require.NotEmpty(t, bt.Frames)
+		assert.Equal(t, "stopme", bt.Frames[0].Function)
+		assert.ErrorIs(t, bt.End, tc.want, "%v", bt.End)
 	}
 }

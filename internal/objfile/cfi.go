@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 
@@ -26,7 +27,13 @@ type cfiState struct {
 	dbgOnce sync.Once
 	dbg     frame.FrameDescriptionEntries
 	dbgErr  error
+
+	rows  sync.Map     // pc -> *frame.FrameContext: rows already computed
+	nrows atomic.Int64 // entries in rows
 }
+
+// maxCFIRows bounds the rows an object keeps computed.
+const maxCFIRows = 1 << 16
 
 // parseCFI parses one CFI section of f (ehFrame: in .eh_frame format, at
 // the section's address) with the object's bias, recovering from a panic
@@ -113,6 +120,55 @@ func joinErrs(errs ...error) error {
 		}
 	}
 	return out
+}
+
+// Row returns the row of the call-frame table at pc (the CFA and register
+// rules there), computing it on first use and keeping it: threads stopped
+// at the same places share their rows. The returned context must not be
+// modified. Malformed call-frame instructions give an error, not a panic.
+func (o *Object) Row(pc uint64) (*frame.FrameContext, error) {
+	if v, ok := o.cfi.rows.Load(pc); ok {
+		return v.(*frame.FrameContext), nil
+	}
+	fde, err := o.FDE(pc)
+	if err != nil {
+		return nil, err
+	}
+	fc, err := establish(fde, pc)
+	if err != nil {
+		return nil, err
+	}
+	if o.cfi.nrows.Load() < maxCFIRows {
+		if _, loaded := o.cfi.rows.LoadOrStore(pc, fc); !loaded {
+			o.cfi.nrows.Add(1)
+		}
+	}
+	return fc, nil
+}
+
+// establish runs the entry's CFA program up to pc, turning a panic of
+// Delve's interpreter on malformed instructions into an error.
+func establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameContext, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fc, err = nil, fmt.Errorf("malformed call-frame instructions for %#x: %v", pc, r)
+		}
+	}()
+	fc, err = fde.EstablishFrame(pc)
+	if err != nil {
+		return nil, fmt.Errorf("call-frame instructions for %#x: %w", pc, err)
+	}
+	return fc, nil
+}
+
+// Row returns the call-frame row at pc in the object holding pc (see
+// Object.Row).
+func (s *Set) Row(pc uint64) (*frame.FrameContext, error) {
+	o := s.ObjectAt(pc)
+	if o == nil {
+		return nil, fmt.Errorf("%#x is in no loaded object: %w", pc, target.ErrNotFound)
+	}
+	return o.Row(pc)
 }
 
 // ObjectAt returns the object whose PT_LOAD segments cover the run-time

@@ -21,6 +21,13 @@ type FDEFinder interface {
 	FDE(pc uint64) (*frame.FrameDescriptionEntry, error)
 }
 
+// RowFinder is an FDEFinder that also gives the call-frame row at a PC
+// directly, typically from a cache (objfile.Set and objfile.Object keep
+// the rows they computed). Step uses Row when its FDEFinder has it.
+type RowFinder interface {
+	Row(pc uint64) (*frame.FrameContext, error)
+}
+
 // Memory reads the stopped program's memory, with the contract of
 // target.Target.ReadMemory.
 type Memory interface {
@@ -54,15 +61,19 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 	if caller && look > 0 {
 		look--
 	}
-	fde, err := cfi.FDE(look)
+	var fc *frame.FrameContext
+	if rf, ok := cfi.(RowFinder); ok {
+		fc, err = rf.Row(look)
+	} else {
+		var fde *frame.FrameDescriptionEntry
+		if fde, err = cfi.FDE(look); err == nil {
+			fc, err = establish(fde, look)
+		}
+	}
 	if err != nil {
 		return target.Registers{}, 0, err
 	}
-	fc, err := establish(fde, look)
-	if err != nil {
-		return target.Registers{}, 0, err
-	}
-	ev := evaluator{regs: &regs, nums: nums, mem: mem, order: order, ptr: ptrSize(regs.Machine)}
+	ev := evaluator{nums: nums, mem: mem, order: order, ptr: ptrSize(regs.Machine)}
 
 	switch fc.CFA.Rule {
 	case frame.RuleCFA:
@@ -72,7 +83,7 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 		}
 		cfa = v + uint64(fc.CFA.Offset)
 	case frame.RuleExpression:
-		v, err := ev.eval(fc.CFA.Expression, 0, false)
+		v, err := ev.eval(&regs, fc.CFA.Expression, 0, false)
 		if err != nil {
 			return target.Registers{}, 0, fmt.Errorf("unwind: CFA expression at %#x: %w", pc, err)
 		}
@@ -81,6 +92,11 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 		return target.Registers{}, 0, fmt.Errorf("unwind: CFA rule %d at %#x is not supported", fc.CFA.Rule, pc)
 	}
 
+	// The stack grows down: a CFA at or below the stack pointer is
+	// corrupt registers, not a frame.
+	if sp, ok := regs.SP(); ok && cfa <= sp {
+		return target.Registers{}, 0, fmt.Errorf("unwind: %w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, pc)
+	}
 	out = regs // registers without a rule keep their value
 	out.Forget(nums.PC)
 	out.Set(nums.SP, cfa)
@@ -108,7 +124,7 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 				out.Forget(r)
 			}
 		case frame.RuleExpression, frame.RuleValExpression:
-			v, err := ev.eval(rule.Expression, cfa, true)
+			v, err := ev.eval(&regs, rule.Expression, cfa, true)
 			if err != nil {
 				return target.Registers{}, cfa, fmt.Errorf("unwind: register %d expression: %w", r, err)
 			}
@@ -162,7 +178,6 @@ func establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameCont
 // evaluator evaluates DWARF expressions of call-frame information against
 // a frame's registers.
 type evaluator struct {
-	regs  *target.Registers
 	nums  target.RegisterNumbers
 	mem   Memory
 	order binary.ByteOrder
@@ -182,7 +197,7 @@ func (ev *evaluator) word(addr uint64) (uint64, error) {
 }
 
 // eval runs expr; pushCFA pushes cfa first, as register rules need.
-func (ev *evaluator) eval(expr []byte, cfa uint64, pushCFA bool) (v uint64, err error) {
+func (ev *evaluator) eval(regs *target.Registers, expr []byte, cfa uint64, pushCFA bool) (v uint64, err error) {
 	if bytes.IndexByte(expr, implicitValue) >= 0 {
 		return 0, errors.New("expression uses DW_OP_implicit_value")
 	}
@@ -193,7 +208,7 @@ func (ev *evaluator) eval(expr []byte, cfa uint64, pushCFA bool) (v uint64, err 
 	}()
 	dregs := make([]*op.DwarfRegister, 0, 17)
 	for n := 0; n < target.MaxRegisters; n++ {
-		if val, ok := ev.regs.Get(n); ok {
+		if val, ok := regs.Get(n); ok {
 			for len(dregs) <= n {
 				dregs = append(dregs, nil)
 			}

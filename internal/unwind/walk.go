@@ -139,8 +139,8 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 	if !ok {
 		return Stack{End: errors.New("unwind: the thread's program counter is unknown")}
 	}
-	ev := evaluator{regs: &regs, nums: nums, mem: src, order: src.ByteOrder(), ptr: ptrSize(regs.Machine)}
-	frames := make([]Frame, 0, min(max, 32))
+	ev := evaluator{nums: nums, mem: src, order: src.ByteOrder(), ptr: ptrSize(regs.Machine)}
+	frames := make([]Frame, 0, min(max, 16))
 	frames = append(frames, Frame{PC: pc, Regs: regs, How: Registers})
 	for {
 		if err := ctx.Err(); err != nil {
@@ -151,18 +151,18 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 		if err != nil {
 			return Stack{Frames: frames, End: err}
 		}
-		cur.CFA = cfa
-		npc, ok := next.PC()
-		if !ok || npc == 0 {
-			return Stack{Frames: frames, End: ErrOutermost}
-		}
-		// The stack grows down: the caller's CFA, and already this
-		// frame's, must be above the stack pointer of the frame below.
+		// The stack grows down: a frame's CFA must be above its stack
+		// pointer and above its callee's CFA.
 		if sp, ok := cur.Regs.SP(); ok && cfa <= sp {
 			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, cur.PC)}
 		}
 		if n := len(frames); n > 1 && cfa <= frames[n-2].CFA {
 			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below the callee's %#x at PC %#x", ErrNoProgress, cfa, frames[n-2].CFA, cur.PC)}
+		}
+		cur.CFA = cfa
+		npc, ok := next.PC()
+		if !ok || npc == 0 {
+			return Stack{Frames: frames, End: ErrOutermost}
 		}
 		if len(frames) >= max {
 			return Stack{Frames: frames, End: fmt.Errorf("%w (%d frames)", ErrMaxDepth, max)}

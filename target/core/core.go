@@ -196,6 +196,8 @@ type Core struct {
 	// loaded, with why.
 	notLoaded []string
 
+	stack stackPages // pages read by UnwindFrame
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -847,7 +849,7 @@ func (c *Core) ThreadRegisters(tid uint64) (target.Registers, error) {
 // UnwindFrame unwinds one frame with the call-frame information of the
 // core's objects (target.FrameUnwinder).
 func (c *Core) UnwindFrame(regs target.Registers, caller bool) (target.Registers, uint64, error) {
-	return unwind.Step(c.set, c.mem, c.d.order, regs, caller)
+	return unwind.Step(c.set, cachedReader{c}, c.d.order, regs, caller)
 }
 
 // LocateCode names the object, function, and source file and line of the

@@ -1,0 +1,46 @@
+package delve
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target"
+)
+
+// TestLiveBacktraces stops the tasks and nested fixtures live and checks
+// every thread's backtrace against what the programs recorded: registers
+// from Delve, call-frame information and line tables of the live objects,
+// each recorded frame in its task at its level.
+func TestLiveBacktraces(t *testing.T) {
+	for _, name := range []string{fixtures.Tasks, fixtures.Nested} {
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t, name)
+			p := r.launch(t)
+			ctx := testContext(t)
+			_, err := p.RunToFunction(ctx, "stopme")
+			require.NoError(t, err)
+			tr := r.truth(t)
+			as, err := ompd.Open(p)
+			require.NoError(t, err)
+			defer as.Close()
+			bts := ompdtest.CheckBacktraces(t, as, tr)
+			st := bts[tr.StopTID]
+			require.NotNil(t, st)
+			require.NotEmpty(t, st.Frames)
+			assert.Equal(t, "stopme", st.Frames[0].Function)
+
+			regs, err := p.ThreadRegisters(uint64(tr.StopTID))
+			require.NoError(t, err)
+			pc, ok := regs.PC()
+			require.True(t, ok)
+			assert.Equal(t, st.Frames[0].PC, pc)
+			_, err = p.ThreadRegisters(1)
+			assert.ErrorIs(t, err, target.ErrNoThread)
+		})
+	}
+}

@@ -50,7 +50,9 @@ const (
 
 // mutationRegressions are mutations that once failed (fixture, seed,
 // index): they run on every test run.
-var mutationRegressions = []mutationID{}
+var mutationRegressions = []mutationID{
+	{fixtures.Serialized, 7, 3095}, // active level above the level (pending)
+}
 
 type mutationID struct {
 	fixture string
@@ -531,7 +533,7 @@ func TestMutatedCores(t *testing.T) {
 	sort.Strings(invs)
 	for _, inv := range invs {
 		ms := dedupe(pending[inv])
-		t.Logf("NOT CHECKED (pending, %s): invariant %q broken by %d mutations, for instance %s", ompdtest.PendingInvariants[inv], inv, len(ms), ms[0])
+		t.Logf("NOT CHECKED (pending, %s): invariant %q broken by %d mutations:\n\t%s", ompdtest.PendingInvariants[inv], inv, len(ms), strings.Join(ms[:min(len(ms), 5)], "\n\t"))
 	}
 }
 

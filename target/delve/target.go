@@ -35,8 +35,11 @@ const maxCachedPages = 16384
 // process resumes. A Target made with New over a Delve session that resumes
 // the process by itself must be told with Refresh after each stop.
 //
-// An ompd.AddressSpace keeps caches of its own: call its Refresh as well
-// after every resume (Process.ContinueAndRefresh does both).
+// An ompd.AddressSpace keeps caches of its own: call its Refresh after
+// every resume (Process.ContinueAndRefresh does); it calls the Target's
+// Refresh too. After a Refresh the next access checks that the process
+// still exists, so that one killed from outside answers ErrExited rather
+// than from the caches.
 //
 // # Concurrency
 //

@@ -95,44 +95,7 @@ func TestBacktraceMatchesGDB(t *testing.T) {
 			gdb := gdbBacktraces(t, stop.Exe, stop.Core)
 			bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
 			require.Len(t, bts, len(stop.Truth.Threads))
-			for tid, bt := range bts {
-				want := gdb[uint64(tid)]
-				require.NotEmpty(t, want, "gdb shows thread %d", tid)
-				// gdb adds virtual frames for tail calls it infers from
-				// call-site information (no frame on the stack): skip up
-				// to two gdb frames of other code than the program's.
-				// gdb stops at main; the walk goes on to _start.
-				own, skipped, i := 0, 0, 0
-				for _, g := range want {
-					if i >= len(bt.Frames) {
-						t.Errorf("thread %d: walk ended before gdb's frame %+v", tid, g)
-						break
-					}
-					f := bt.Frames[i]
-					if g.pc != 0 && g.pc != f.PC && !fixtureSource(g.file) && skipped < 2 {
-						t.Logf("thread %d: skipping gdb's frame %+v (a tail-call frame?)", tid, g)
-						skipped++
-						continue
-					}
-					i++
-					if g.pc != 0 {
-						assert.Equal(t, g.pc, f.PC, "thread %d frame %d (%s)", tid, f.Index, g.function)
-					}
-					if !fixtureSource(g.file) {
-						continue
-					}
-					own++
-					assert.Equal(t, g.file, f.File, "thread %d frame %d", tid, f.Index)
-					assert.Equal(t, g.line, f.Line, "thread %d frame %d", tid, f.Index)
-					if !g.inlined {
-						assert.Equal(t, g.function, f.Function, "thread %d frame %d", tid, f.Index)
-					}
-				}
-				if i < len(bt.Frames) {
-					assert.Equal(t, "main", want[len(want)-1].function, "thread %d: frames past gdb's last", tid)
-				}
-				assert.Positive(t, own, "thread %d reaches the program's own frames", tid)
-			}
+			compareWithGDB(t, gdb, bts)
 		})
 	}
 }
@@ -318,5 +281,100 @@ func TestBacktraceCorruptStack(t *testing.T) {
 		require.NotEmpty(t, bt.Frames)
 		assert.Equal(t, "stopme", bt.Frames[0].Function)
 		assert.ErrorIs(t, bt.End, tc.want, "%v", bt.End)
+	}
+}
+
+// compareWithGDB compares each backtrace with gdb's of the same thread:
+// the same program counters, frame by frame, and for the program's own
+// frames the same file, line and (where gdb shows no inlining) function.
+// gdb adds virtual frames for tail calls it infers from call-site
+// information (no frame on the stack): up to two gdb frames of other code
+// than the program's are skipped. gdb stops at main; the walk goes on to
+// _start.
+func compareWithGDB(t *testing.T, gdb map[uint64][]gdbFrame, bts map[int]*ompd.Backtrace) {
+	t.Helper()
+	for tid, bt := range bts {
+		want := gdb[uint64(tid)]
+		require.NotEmpty(t, want, "gdb shows thread %d", tid)
+		own, skipped, i := 0, 0, 0
+		for _, g := range want {
+			if i >= len(bt.Frames) {
+				t.Errorf("thread %d: walk ended before gdb's frame %+v", tid, g)
+				break
+			}
+			f := bt.Frames[i]
+			if g.pc != 0 && g.pc != f.PC && !fixtureSource(g.file) && skipped < 2 {
+				t.Logf("thread %d: skipping gdb's frame %+v (a tail-call frame?)", tid, g)
+				skipped++
+				continue
+			}
+			i++
+			if g.pc != 0 {
+				assert.Equal(t, g.pc, f.PC, "thread %d frame %d (%s)", tid, f.Index, g.function)
+			}
+			if !fixtureSource(g.file) {
+				continue
+			}
+			own++
+			assert.Equal(t, g.file, f.File, "thread %d frame %d", tid, f.Index)
+			assert.Equal(t, g.line, f.Line, "thread %d frame %d", tid, f.Index)
+			if !g.inlined {
+				assert.Equal(t, g.function, f.Function, "thread %d frame %d", tid, f.Index)
+			}
+		}
+		if i < len(bt.Frames) {
+			assert.Equal(t, "main", want[len(want)-1].function, "thread %d: frames past gdb's last", tid)
+		}
+		assert.Positive(t, own, "thread %d reaches the program's own frames", tid)
+	}
+}
+
+// TestBacktraceGomp unwinds gcc programs on GCC's libgomp (the debug build
+// and the distribution's stripped libgomp1, whose .eh_frame is all there
+// is): every thread's walk is complete, matches gdb's, and reaches the
+// frame that recorded the thread's truth in the program's source; libgomp
+// keeps no task frames, so frames are not placed in tasks (PlaceErr says
+// so).
+func TestBacktraceGomp(t *testing.T) {
+	runtimes := map[string]func() fixtures.RuntimeInfo{
+		"system": func() fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
+		"debug-" + fixtures.GompVersions[0]: func() fixtures.RuntimeInfo {
+			return fixtures.GompRuntime(t, fixtures.GompVersions[0])
+		},
+	}
+	for rname, info := range runtimes {
+		for _, name := range []string{fixtures.Tasks, fixtures.Nested} {
+			t.Run(rname+"/"+name, func(t *testing.T) {
+				stop := fixtures.CoreWith(t, info(), name)
+				c, err := core.Open(stop.Exe, stop.Core)
+				require.NoError(t, err)
+				defer c.Close()
+				as, err := ompd.Open(c)
+				require.NoError(t, err)
+				defer as.Close()
+				bts := map[int]*ompd.Backtrace{}
+				for _, tt := range stop.Truth.Threads {
+					th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+					require.NoError(t, err)
+					bt, err := th.Backtrace(context.Background())
+					require.NoError(t, err)
+					bts[tt.TID] = bt
+					assert.NoError(t, bt.End, "thread %d", tt.TID)
+					assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnsupported, "thread %d", tt.TID)
+					frame, err := fixtures.ParseHex(tt.Frame)
+					require.NoError(t, err)
+					found := false
+					for _, f := range bt.Frames {
+						if f.CFA == frame+16 {
+							found = true
+							assert.True(t, fixtureSource(f.File), "thread %d: %v", tt.TID, f)
+							assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
+						}
+					}
+					assert.True(t, found, "thread %d (%s): a frame with CFA %#x", tt.TID, tt.Role, frame+16)
+				}
+				compareWithGDB(t, gdbBacktraces(t, stop.Exe, stop.Core), bts)
+			})
+		}
 	}
 }

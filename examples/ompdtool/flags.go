@@ -81,6 +81,7 @@ func init() {
 			live:     true,
 			run:      runAttach,
 		},
+		"connect": connectMode(),
 		"launch": {
 			synopsis: "launch [flags] [-env KEY=VALUE]... [-break FUNC] [--] PROG [ARGS...]",
 			about: "Start PROG with OMP_DEBUG=enabled, run it until it calls FUNC, print its\n" +

@@ -25,6 +25,12 @@
 // (WithTempDir says where) and reads that, so the core is never held in
 // memory; WithContext bounds the decompression.
 //
+// Cores written by Delve's dump command open too: Delve writes the
+// kernel's notes without an owner name after a "Delve Header" note (or its
+// own thread notes, for backends without native ones), and no NT_FILE
+// list, since every readable mapping is in the core; the libraries are
+// then found through the dynamic linker's list alone.
+//
 // A Core is read-only and safe for concurrent use.
 package core
 

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // Limits that keep a corrupt core from making the parser allocate much
@@ -23,6 +26,11 @@ const (
 	ntAuxv     = 6
 	ntFile     = 0x46494c45
 	ntArmTLS   = 0x401 // owner "LINUX"
+
+	// Delve's dump command writes a note of its own first, then the
+	// usual ones without an owner name (see delveOwner).
+	ntDelveHeader = 0x444c5645 // "DLVE", owner "Delve Header"
+	ntDelveThread = 0x444c5654 // "DLVT", no owner: Delve's own thread note
 )
 
 // Auxiliary vector entries used.
@@ -66,8 +74,11 @@ type coreData struct {
 	files    []fileEntry
 	pageSize uint64 // of NT_FILE
 	hasFile  bool   // an NT_FILE note was found
-	size     int64  // of the core file
-	cuts     []cut  // memory the core's PT_LOADs promise past the file's end
+	delve    bool   // written by Delve's dump (its header note was found)
+	// delveEntry is the entry point Delve's header note gives, or 0.
+	delveEntry uint64
+	size       int64 // of the core file
+	cuts       []cut // memory the core's PT_LOADs promise past the file's end
 }
 
 // cut is the part [start, end) of a PT_LOAD (program header prog) that
@@ -226,6 +237,12 @@ func parseCore(r io.ReaderAt, size int64) (*coreData, error) {
 	if len(d.threads) == 0 {
 		return nil, fmt.Errorf("core: no NT_PRSTATUS note (no threads)")
 	}
+	if _, ok := d.auxv[atEntry]; !ok && d.delveEntry != 0 {
+		if d.auxv == nil {
+			d.auxv = make(map[uint64]uint64)
+		}
+		d.auxv[atEntry] = d.delveEntry
+	}
 	return d, nil
 }
 
@@ -265,9 +282,29 @@ func (d *coreData) parseNotes(buf []byte, base uint64) error {
 
 func align4(n uint64) uint64 { return (n + 3) &^ 3 }
 
+// delveOwner is the owner name of the notes in Delve's cores: Delve 1.27's
+// dump command (pkg/proc/dump.go, pkg/elfwriter) writes NT_PRSTATUS,
+// NT_PRPSINFO, NT_AUXV and NT_X86_XSTATE with an empty name where the
+// kernel writes "CORE", after a "Delve Header" note; it writes no NT_FILE
+// (every readable mapping is in the core's PT_LOADs instead), and a
+// backend without native notes gets DLVT thread notes instead of
+// NT_PRSTATUS.
+const delveOwner = ""
+
 // note interprets one note.
 func (d *coreData) note(name string, typ uint32, desc []byte) error {
+	if d.delve && name == delveOwner {
+		switch typ {
+		case ntPrstatus, ntAuxv:
+			name = "CORE"
+		case ntDelveThread:
+			return d.delveThread(desc)
+		}
+	}
 	switch {
+	case name == "Delve Header" && typ == ntDelveHeader:
+		d.delve = true
+		d.delveHeader(desc)
 	case name == "CORE" && typ == ntPrstatus:
 		return d.prstatus(desc)
 	case name == "CORE" && typ == ntAuxv:
@@ -327,6 +364,75 @@ func (d *coreData) word(b []byte) uint64 {
 	}
 	return d.order.Uint64(b)
 }
+
+// delveHeader reads Delve's header note ("linux/amd64\nVersion: ...\n
+// Target Pid: N\nEntry Point: 0x...\n"): its entry point stands in for
+// AT_ENTRY when the core has no auxiliary vector.
+func (d *coreData) delveHeader(desc []byte) {
+	for _, line := range strings.Split(string(desc), "\n") {
+		if v, ok := strings.CutPrefix(line, "Entry Point: "); ok {
+			if e, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 64); err == nil && e != 0 {
+				d.delveEntry = e
+			}
+		}
+	}
+}
+
+// delveThread reads Delve's platform-independent thread note: thread id,
+// pc, sp, bp and thread pointer (8 bytes each, little-endian), a flag and a
+// goroutine address, then the registers by name. The registers that the
+// machine's NT_PRSTATUS holds fill pr_reg, so that the thread unwinds as
+// one from NT_PRSTATUS does.
+func (d *coreData) delveThread(desc []byte) error {
+	const fixed = 5*8 + 1 + 8 + 4
+	if len(desc) < fixed {
+		return fmt.Errorf("Delve thread note is %d bytes, want at least %d", len(desc), fixed)
+	}
+	le := binary.LittleEndian
+	t := thread{tid: le.Uint64(desc), tp: le.Uint64(desc[32:])}
+	n := le.Uint32(desc[49:])
+	var order []string
+	if d.machine == elf.EM_X86_64 && d.class == elf.ELFCLASS64 {
+		order = amd64PrRegs
+		t.regs = make([]uint64, len(order))
+	}
+	p := desc[fixed:]
+	for i := uint32(0); i < n; i++ {
+		if len(p) < 2 {
+			return fmt.Errorf("Delve thread note of thread %d: register %d truncated", t.tid, i)
+		}
+		nl := int(le.Uint16(p))
+		if len(p) < 2+nl+2 {
+			return fmt.Errorf("Delve thread note of thread %d: register %d truncated", t.tid, i)
+		}
+		name := strings.ToLower(string(p[2 : 2+nl]))
+		dl := int(le.Uint16(p[2+nl:]))
+		p = p[2+nl+2:]
+		if len(p) < dl {
+			return fmt.Errorf("Delve thread note of thread %d: register %s truncated", t.tid, name)
+		}
+		if name == "rflags" {
+			name = "eflags"
+		}
+		if dl == 8 {
+			if j := slices.Index(order, name); j >= 0 {
+				t.regs[j] = le.Uint64(p)
+			}
+		}
+		p = p[dl:]
+	}
+	if t.regs != nil {
+		t.regs[slices.Index(order, "fs_base")] = t.tp
+	}
+	d.threads = append(d.threads, t)
+	return nil
+}
+
+// amd64PrRegs are the registers of x86-64's pr_reg (struct
+// user_regs_struct), in order.
+var amd64PrRegs = []string{"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
+	"r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
+	"eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"}
 
 func (d *coreData) auxvNote(desc []byte) error {
 	w := d.ptr()

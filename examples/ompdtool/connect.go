@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/ompd-go/ompd/target/delverpc"
+)
+
+// connectMode reads the process a headless Delve server holds, at the stop
+// the user's debugger left it in, and leaves the session as it was.
+func connectMode() mode {
+	return mode{
+		synopsis: "connect [flags] HOST:PORT [EXE]",
+		about: "Print the state of the process that a Delve server holds, at the stop its\n" +
+			"user left it in (the server of \"dlv --headless --accept-multiclient\n" +
+			"--api-version 2\", as dlv connect and editors use it). Nothing is changed:\n" +
+			"the program stays stopped, the user's breakpoints and thread stay as they\n" +
+			"were. EXE names the program's executable when the server's machine is\n" +
+			"another one (with -sysroot or -file-map for its libraries).",
+		flags: flagsCommon | flagsView,
+		run:   runConnect,
+	}
+}
+
+// runConnect prints the OpenMP state of the process the Delve server at
+// HOST:PORT holds.
+func runConnect(ctx context.Context, o *options, args []string, out io.Writer) error {
+	if len(args) < 1 || len(args) > 2 {
+		return usagef("connect", "want HOST:PORT [EXE], got %d arguments", len(args))
+	}
+	if _, _, err := net.SplitHostPort(args[0]); err != nil {
+		return usagef("connect", "bad server address %q: %v", args[0], err)
+	}
+	opts := []delverpc.Option{delverpc.WithDebuginfod(o.debuginfod()), delverpc.WithDebugContext(ctx)}
+	if len(o.debugDirs) > 0 {
+		opts = append(opts, delverpc.WithDebugDirs(o.debugDirs...))
+	}
+	if o.sysroot != "" {
+		opts = append(opts, delverpc.WithSysroot(o.sysroot))
+	}
+	if len(o.fileMap) > 0 {
+		opts = append(opts, delverpc.WithFileMap(o.fileMap))
+	}
+	if len(args) == 2 {
+		opts = append(opts, delverpc.WithExecutable(args[1]))
+	}
+	t, err := delverpc.Dial(ctx, args[0], opts...)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if _, err := t.Update(ctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	o.progressf("process %d, stopped in thread %d", t.Pid(), t.CurrentThread())
+	return o.inspect(ctx, t, out)
+}

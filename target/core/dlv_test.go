@@ -1,0 +1,50 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// TestDlvDump opens a core that dlv's own "dump" command wrote (notes
+// without owner names after Delve's header note, no NT_FILE, every
+// readable mapping in the core) and checks every answer against the
+// fixture's truth, as for gdb's cores.
+func TestDlvDump(t *testing.T) {
+	stop := fixtures.DlvDump(t, fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Empty(t, c.Warnings())
+
+	ths, err := c.Threads()
+	require.NoError(t, err)
+	got := map[uint64]uint64{}
+	for _, th := range ths {
+		got[th.ID] = th.Pointer
+	}
+	want := map[uint64]uint64{}
+	for _, tt := range stop.Truth.Threads {
+		pt, err := fixtures.ParseHex(tt.Pthread)
+		require.NoError(t, err)
+		want[uint64(tt.TID)] = pt
+	}
+	assert.Equal(t, want, got, "lwp -> fs_base")
+
+	var libomp bool
+	for _, o := range c.Objects() {
+		libomp = libomp || o.Path == stop.Runtime.LibOMP
+	}
+	assert.True(t, libomp, "libomp found through the dynamic linker's list")
+
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	ompdtest.CheckTruth(t, as, stop.Truth)
+}

@@ -7,6 +7,7 @@
 //
 //	ompdtool [flags] core [flags] EXE CORE...
 //	ompdtool [flags] attach [flags] PID
+//	ompdtool [flags] connect [flags] HOST:PORT [EXE]
 //	ompdtool [flags] launch [flags] [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
 //	ompdtool [flags] events [flags] [-env KEY=VALUE]... -- PROG [ARGS...]
 //	ompdtool help [MODE]
@@ -16,7 +17,10 @@
 // core reads core files of the program EXE (one per MPI rank when there are
 // several: their threads are grouped together and each group names the
 // ranks it comes from). attach attaches to a running process, prints its
-// state and detaches, leaving it running. launch starts PROG, runs it until
+// state and detaches, leaving it running. connect reads the process a
+// headless Delve server holds (dlv --headless --accept-multiclient
+// --api-version 2), at the stop its user left it in, without changing
+// anything in the session. launch starts PROG, runs it until
 // it calls FUNC (default stopme), prints its state and kills it. events
 // starts PROG and prints, as they happen, the parallel regions, tasks and
 // threads of the OpenMP runtime beginning and ending, until the program

@@ -3,84 +3,20 @@ package delverpc_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-delve/delve/service/api"
-	"github.com/go-delve/delve/service/rpc2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/dlvtest"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/delverpc"
 )
-
-// session is a fixture program under a headless dlv, and the user's own
-// dlv client (what "dlv connect" or an editor uses).
-type session struct {
-	srv       *fixtures.DlvServer
-	user      *rpc2.RPCClient
-	truthPath string
-}
-
-// startSession builds fixture name and starts it under a headless dlv,
-// stopped at its entry.
-func startSession(t *testing.T, name string) *session {
-	t.Helper()
-	fixtures.Runtime(t)
-	exe := fixtures.Build(t, name)
-	dir := t.TempDir()
-	s := &session{truthPath: filepath.Join(dir, "truth.json")}
-	env := fixtures.Env(name,
-		"OMPD_FIXTURE_TRUTH="+s.truthPath,
-		"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
-		"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"),
-		"OMPD_FIXTURE_TIMEOUT=300")
-	s.srv = fixtures.StartDlv(t, env, exe)
-	nc, err := net.DialTimeout("tcp", s.srv.Addr, 10*time.Second)
-	require.NoError(t, err)
-	s.user = rpc2.NewClientFromConn(nc)
-	t.Cleanup(func() {
-		// The program dies with the server (Delve kills what it
-		// launched); make sure of it even if the server hangs.
-		if pid := s.user.ProcessPid(); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		s.user.Disconnect(false)
-	})
-	return s
-}
-
-// breakAt sets a breakpoint on a C function of the program.
-func (s *session) breakAt(t *testing.T, fn string) *api.Breakpoint {
-	t.Helper()
-	// C functions carry Delve's "C." prefix; libomp's (C++ code with C
-	// linkage) do not.
-	bp, err := s.user.CreateBreakpoint(&api.Breakpoint{FunctionName: "C." + fn})
-	if err != nil {
-		bp, err = s.user.CreateBreakpoint(&api.Breakpoint{FunctionName: fn})
-	}
-	require.NoError(t, err, "breakpoint on %s", fn)
-	return bp
-}
-
-// cont continues the program as the user would and waits for the stop.
-func (s *session) cont(t *testing.T) *api.DebuggerState {
-	t.Helper()
-	var st *api.DebuggerState
-	for st = range s.user.Continue() {
-		require.NoError(t, st.Err)
-	}
-	require.NotNil(t, st)
-	require.False(t, st.Exited, "program exited")
-	return st
-}
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -93,20 +29,18 @@ func testContext(t *testing.T) context.Context {
 // program's truth; the user's session must be as it was; then the user
 // continues to another stop, which the Target must notice.
 func TestSession(t *testing.T) {
-	s := startSession(t, fixtures.Nested)
+	s := dlvtest.Start(t, fixtures.Nested)
 	ctx := testContext(t)
-	bp := s.breakAt(t, "stopme")
-	st := s.cont(t)
+	bp := s.BreakAt(t, "stopme")
+	st := s.Continue(t)
 	require.NotNil(t, st.CurrentThread)
 	require.NotNil(t, st.CurrentThread.Breakpoint, "stopped at a breakpoint")
 	require.Equal(t, bp.ID, st.CurrentThread.Breakpoint.ID)
 
-	tgt, err := delverpc.Dial(ctx, s.srv.Addr)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
 	require.NoError(t, err)
 	defer tgt.Close()
-	tr, err := fixtures.LoadTruth(s.truthPath)
-	require.NoError(t, err)
-	require.NoError(t, tr.Validate())
+	tr := s.Truth(t)
 	assert.Equal(t, tr.PID, tgt.Pid())
 	assert.Equal(t, uint64(tr.StopTID), tgt.CurrentThread())
 
@@ -142,23 +76,12 @@ func TestSession(t *testing.T) {
 
 	// The user's session is as it was: same stop, same thread and PC,
 	// breakpoint intact with the same hit count.
-	st2, err := s.user.GetState()
+	bps, err := s.User.ListBreakpoints(false)
 	require.NoError(t, err)
-	assert.False(t, st2.Running)
-	require.NotNil(t, st2.CurrentThread)
-	assert.Equal(t, st.CurrentThread.ID, st2.CurrentThread.ID, "selected thread")
-	assert.Equal(t, st.CurrentThread.PC, st2.CurrentThread.PC, "pc")
-	bps, err := s.user.ListBreakpoints(false)
-	require.NoError(t, err)
-	var found *api.Breakpoint
-	for _, b := range bps {
-		if b.ID == bp.ID {
-			found = b
-		}
-	}
-	require.NotNil(t, found, "user's breakpoint still set")
-	assert.Equal(t, uint64(1), found.TotalHitCount)
-	assert.Equal(t, bp.Addr, found.Addr)
+	s.Unchanged(t, st, bps)
+	require.Len(t, bps, 1)
+	assert.Equal(t, bp.ID, bps[0].ID)
+	assert.Equal(t, uint64(1), bps[0].TotalHitCount)
 
 	// Nothing changed, so Update sees the same stop.
 	changed, err := tgt.Update(ctx)
@@ -170,9 +93,9 @@ func TestSession(t *testing.T) {
 	// its symbol, as a user would with "break *ADDR".
 	pe, err := tgt.LookupSymbol("ompd_bp_parallel_end")
 	require.NoError(t, err)
-	_, err = s.user.CreateBreakpoint(&api.Breakpoint{Addr: pe})
+	_, err = s.User.CreateBreakpoint(&api.Breakpoint{Addr: pe})
 	require.NoError(t, err)
-	st3 := s.cont(t)
+	st3 := s.Continue(t)
 	require.NotNil(t, st3.CurrentThread)
 	changed, err = tgt.Update(ctx)
 	require.NoError(t, err)
@@ -193,16 +116,16 @@ func TestSession(t *testing.T) {
 	assert.NotEmpty(t, snap.Threads)
 
 	// And the user's client still drives the program: on to its end.
-	all, err := s.user.ListBreakpoints(false)
+	all, err := s.User.ListBreakpoints(false)
 	require.NoError(t, err)
 	for _, b := range all {
 		if b.ID > 0 {
-			_, err := s.user.ClearBreakpoint(b.ID)
+			_, err := s.User.ClearBreakpoint(b.ID)
 			require.NoError(t, err)
 		}
 	}
 	var last *api.DebuggerState
-	for last = range s.user.Continue() {
+	for last = range s.User.Continue() {
 	}
 	require.NotNil(t, last)
 	assert.True(t, last.Exited, "program ran to its end: %v", last.Err)
@@ -215,18 +138,18 @@ func TestSession(t *testing.T) {
 // TestServerDies kills the server while a Target reads through it: every
 // call then fails at once with ErrDisconnected.
 func TestServerDies(t *testing.T) {
-	s := startSession(t, fixtures.Nested)
+	s := dlvtest.Start(t, fixtures.Nested)
 	ctx := testContext(t)
-	s.breakAt(t, "stopme")
-	s.cont(t)
-	tgt, err := delverpc.Dial(ctx, s.srv.Addr, delverpc.WithTimeout(5*time.Second))
+	s.BreakAt(t, "stopme")
+	s.Continue(t)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithTimeout(5*time.Second))
 	require.NoError(t, err)
 	defer tgt.Close()
 	as, err := ompd.Open(tgt)
 	require.NoError(t, err)
 	defer as.Close()
 
-	s.srv.Kill()
+	s.Srv.Kill()
 	tgt.Refresh()
 	as.Refresh()
 	start := time.Now()
@@ -242,12 +165,12 @@ func TestServerDies(t *testing.T) {
 // at once instead of waiting for the server (which holds its process lock
 // while the program runs).
 func TestRunning(t *testing.T) {
-	s := startSession(t, fixtures.Nested)
+	s := dlvtest.Start(t, fixtures.Nested)
 	ctx := testContext(t)
 	// No breakpoint: the program runs to stopme and, without a
 	// debugger stop, on to its end; hold it there instead.
-	ch := s.user.Continue()
-	tgt, err := delverpc.Dial(ctx, s.srv.Addr)
+	ch := s.User.Continue()
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
 	require.NoError(t, err)
 	defer tgt.Close()
 	_, err = tgt.Update(ctx)
@@ -257,7 +180,7 @@ func TestRunning(t *testing.T) {
 	require.ErrorIs(t, err, delverpc.ErrRunning)
 	_, err = tgt.Threads()
 	assert.ErrorIs(t, err, delverpc.ErrRunning)
-	_, err = s.user.Halt()
+	_, err = s.User.Halt()
 	require.NoError(t, err)
 	for range ch {
 	}

@@ -2,6 +2,7 @@ package delverpc
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -111,7 +112,8 @@ type Target struct {
 
 	pages   map[uint64][]byte
 	threads []target.Thread // nil until listed in this stop
-	objs    *objects        // nil until loaded in this stop
+	regs    map[uint64]target.Registers
+	objs    *objects // nil until loaded in this stop
 	opened  map[imageKey]*image
 }
 
@@ -274,6 +276,7 @@ func (t *Target) Refresh() {
 func (t *Target) dropLocked() {
 	clear(t.pages)
 	t.threads = nil
+	t.regs = nil
 	t.objs = nil
 }
 
@@ -390,19 +393,36 @@ func (t *Target) threadsLocked() ([]target.Thread, error) {
 		return nil, t.err
 	}
 	out := make([]target.Thread, 0, len(t.stop.threads))
+	regs := make(map[uint64]target.Registers, len(t.stop.threads))
 	for _, id := range t.stop.threads {
-		var regs rpc2.ListRegistersOut
-		if err := t.c.call(bg, false, "ListRegisters", rpc2.ListRegistersIn{ThreadID: id}, &regs); err != nil {
+		var lr rpc2.ListRegistersOut
+		if err := t.c.call(bg, false, "ListRegisters", rpc2.ListRegistersIn{ThreadID: id}, &lr); err != nil {
 			return nil, fmt.Errorf("thread %d: registers: %w", id, err)
 		}
-		tp, err := fsBase(regs.Regs)
+		tp, err := fsBase(lr.Regs)
 		if err != nil {
 			return nil, fmt.Errorf("thread %d: %w", id, err)
 		}
 		out = append(out, target.Thread{ID: uint64(id), Pointer: tp})
+		regs[uint64(id)] = dwarfRegs(lr.Regs)
 	}
-	t.threads = out
+	t.threads, t.regs = out, regs
 	return out, nil
+}
+
+// dwarfRegs keeps the registers the server numbers in DWARF's amd64
+// numbering as general registers (0-16: rax ... rip).
+func dwarfRegs(regs api.Registers) target.Registers {
+	out := target.NewRegisters(elf.EM_X86_64)
+	for _, r := range regs {
+		if r.DwarfNumber < 0 || r.DwarfNumber > 16 {
+			continue
+		}
+		if v, err := strconv.ParseUint(strings.TrimPrefix(r.Value, "0x"), 16, 64); err == nil {
+			out.Set(r.DwarfNumber, v)
+		}
+	}
+	return out
 }
 
 // fsBase returns the value of register Fs_base (amd64's thread pointer).

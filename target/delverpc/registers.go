@@ -1,0 +1,58 @@
+package delverpc
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ompd-go/ompd/internal/unwind"
+	"github.com/ompd-go/ompd/target"
+)
+
+// ThreadRegisters returns the general registers of thread tid at the stop,
+// as the server reads them, in DWARF numbering (target.RegisterReader).
+func (t *Target) ThreadRegisters(tid uint64) (target.Registers, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.threadsLocked(); err != nil {
+		return target.Registers{}, err
+	}
+	r, ok := t.regs[tid]
+	if !ok {
+		return target.Registers{}, fmt.Errorf("delverpc: thread %d: %w", tid, target.ErrNoThread)
+	}
+	if _, ok := r.PC(); !ok {
+		return target.Registers{}, fmt.Errorf("delverpc: thread %d: no program counter: %w", tid, target.ErrUnsupported)
+	}
+	return r, nil
+}
+
+// UnwindFrame unwinds one frame with the call-frame information of the
+// process's objects, read locally (target.FrameUnwinder).
+func (t *Target) UnwindFrame(regs target.Registers, caller bool) (target.Registers, uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return target.Registers{}, 0, err
+	}
+	return unwind.Step(o.set, lockedMemory{t}, binary.LittleEndian, regs, caller)
+}
+
+// LocateCode names the object, function, and source file and line of the
+// code at pc (target.CodeLocator).
+func (t *Target) LocateCode(pc uint64) (target.CodeLocation, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.objectsLocked()
+	if err != nil {
+		return target.CodeLocation{}, err
+	}
+	return o.set.LocateCode(pc)
+}
+
+var (
+	_ target.RegisterReader = (*Target)(nil)
+	_ target.FrameUnwinder  = (*Target)(nil)
+	_ target.CodeLocator    = (*Target)(nil)
+	_ target.Refresher      = (*Target)(nil)
+)

@@ -1,4 +1,4 @@
-package gomp
+package gomp_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/gomp"
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
@@ -72,13 +73,13 @@ func setups() []setup {
 }
 
 // openCore opens a core of fixture name under setup s.
-func openCore(t *testing.T, s setup, name string) (*fixtures.Stop, *core.Core, *Runtime) {
+func openCore(t *testing.T, s setup, name string) (*fixtures.Stop, *core.Core, omprt.Runtime) {
 	t.Helper()
 	stop := fixtures.CoreWith(t, s.info(t), name)
 	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	r, err := open(c)
+	r, err := gomp.Open(c)
 	require.NoError(t, err)
 	require.Equal(t, s.layout, r.Info().Layout, "layout source")
 	return stop, c, r
@@ -90,14 +91,16 @@ func TestCoresAgainstTruth(t *testing.T) {
 	for _, s := range setups() {
 		for _, name := range fixtures.GompNames() {
 			t.Run(s.name+"/"+name, func(t *testing.T) {
-				stop, _, r := openCore(t, s, name)
-				checkTruth(t, r, stop.Truth, s.globals)
+				stop, c, r := openCore(t, s, name)
+				checkTruth(t, r, c, stop.Truth, s.globals)
 			})
 		}
 	}
 }
 
-func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
+// checkTruth compares what r (reading tg) says of every thread, its
+// regions, tasks and ICVs with the program's truth.
+func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures.Truth, globals bool) {
 	refs, err := r.Threads()
 	require.NoError(t, err)
 	require.Len(t, refs, len(truth.Threads), "one OpenMP thread per program thread")
@@ -117,7 +120,7 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 			if th.Role == fixtures.RoleIdle {
 				// Waiting in the pool: idle, in no region.
 				require.NoError(t, d.StateErr)
-				assert.EqualValues(t, stateIdle, d.State)
+				assert.EqualValues(t, gomp.StateIdle, d.State)
 				assert.True(t, d.StateInferred)
 				assert.ErrorIs(t, d.RegionErr, omprt.ErrUnavailable)
 				assert.ErrorIs(t, d.TaskErr, omprt.ErrUnavailable)
@@ -128,7 +131,7 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 			assert.Equal(t, th.ThreadNum, d.Num, "thread number")
 			require.NoError(t, d.RegionErr)
 
-			checkState(t, r, truth, th, d, globals)
+			checkState(t, tg, th, d, globals)
 
 			// The nest, innermost first.
 			reg := d.Region
@@ -141,7 +144,7 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 					// The outlined function, from the stacks, with or
 					// without libgomp's debug information.
 					require.NoError(t, rd.FunctionErr, "function of the region at level %d", l)
-					loc, err := r.t.(target.CodeLocator).LocateCode(rd.Function)
+					loc, err := tg.(target.CodeLocator).LocateCode(rd.Function)
 					require.NoError(t, err)
 					assert.Contains(t, loc.Function, "._omp_fn.", "level %d", l)
 					assert.Equal(t, rd.Function, loc.Entry)
@@ -233,7 +236,7 @@ func checkTruth(t *testing.T, r *Runtime, truth *fixtures.Truth, globals bool) {
 // libgomp's debug information every role is recognized; without it, a
 // thread in user code still is, and the others are either right or
 // ErrUnavailable, never wrong.
-func checkState(t *testing.T, r *Runtime, truth *fixtures.Truth, th *fixtures.Thread, d *omprt.ThreadData, globals bool) {
+func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.ThreadData, globals bool) {
 	t.Helper()
 	if d.StateErr != nil {
 		assert.ErrorIs(t, d.StateErr, omprt.ErrUnavailable)
@@ -246,21 +249,21 @@ func checkState(t *testing.T, r *Runtime, truth *fixtures.Truth, th *fixtures.Th
 	assert.True(t, d.StateInferred)
 	switch th.Role {
 	case fixtures.RoleStopper, fixtures.RoleWorking:
-		want := stateWorkParallel
+		want := gomp.StateWorkParallel
 		if th.Level == 0 {
-			want = stateWorkSerial
+			want = gomp.StateWorkSerial
 		}
 		assert.EqualValues(t, want, d.State, "role %s", th.Role)
 	case fixtures.RoleBarrier:
-		assert.EqualValues(t, stateBarrierExplicit, d.State, "role %s", th.Role)
+		assert.EqualValues(t, gomp.StateBarrierExplicit, d.State, "role %s", th.Role)
 	case fixtures.RoleLock:
-		assert.Contains(t, []int64{stateLock, stateMutex}, d.State, "role %s", th.Role)
+		assert.Contains(t, []int64{gomp.StateLock, gomp.StateMutex}, d.State, "role %s", th.Role)
 		lock, err := fixtures.ParseHex(th.Lock)
 		require.NoError(t, err)
 		assert.Equal(t, lock, d.WaitID, "the lock waited for")
 	case fixtures.RoleCritical:
-		assert.Contains(t, []int64{stateCritical, stateMutex}, d.State, "role %s", th.Role)
-		lock, err := r.t.LookupSymbol(".gomp_critical_user_" + th.Critical)
+		assert.Contains(t, []int64{gomp.StateCritical, gomp.StateMutex}, d.State, "role %s", th.Role)
+		lock, err := tg.LookupSymbol(".gomp_critical_user_" + th.Critical)
 		require.NoError(t, err)
 		assert.Equal(t, lock, d.WaitID, "the critical section's lock")
 	default:
@@ -270,7 +273,7 @@ func checkState(t *testing.T, r *Runtime, truth *fixtures.Truth, th *fixtures.Th
 
 // checkTasks follows each thread's current task up its generating
 // ancestors and compares every task with the truth.
-func checkTasks(t *testing.T, r *Runtime, truth *fixtures.Truth) {
+func checkTasks(t *testing.T, r omprt.Runtime, truth *fixtures.Truth) {
 	for _, tk := range truth.Tasks {
 		if !tk.Current {
 			continue
@@ -283,10 +286,10 @@ func checkTasks(t *testing.T, r *Runtime, truth *fixtures.Truth) {
 		for want := &tk; want != nil; {
 			td, err := r.Task(cur)
 			require.NoError(t, err, "task %s", want.Label)
-			implicit := td.Kind&flagImplicit != 0
+			implicit := td.Kind&gomp.FlagImplicit != 0
 			assert.Equal(t, want.Kind == "implicit", implicit, "task %s kind %#x", want.Label, td.Kind)
 			assert.Equal(t, want.InFinal, td.InFinal, "task %s in final", want.Label)
-			assert.Equal(t, want.Undeferred, td.Kind&flagUndeferred != 0, "task %s undeferred", want.Label)
+			assert.Equal(t, want.Undeferred, td.Kind&gomp.FlagUndeferred != 0, "task %s undeferred", want.Label)
 			if want.Undeferred {
 				assert.ErrorIs(t, td.FunctionErr, omprt.ErrUnavailable, "never an undeferred task's function")
 			} else if !implicit {
@@ -313,10 +316,10 @@ func TestUnknownLibrary(t *testing.T) {
 	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	defer c.Close()
-	saved := knownLayouts
-	t.Cleanup(func() { knownLayouts = saved })
-	knownLayouts = nil
-	_, err = open(c)
+	saved := gomp.KnownLayouts()
+	t.Cleanup(func() { gomp.SetKnownLayouts(saved) })
+	gomp.SetKnownLayouts(nil)
+	_, err = gomp.Open(c)
 	require.ErrorIs(t, err, omprt.ErrIncompatible)
 	assert.ErrorContains(t, err, "GOMP_5.1")
 	assert.ErrorContains(t, err, "no known layout")
@@ -331,9 +334,9 @@ func TestLayoutFailsSanity(t *testing.T) {
 	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	defer c.Close()
-	saved := knownLayouts
-	t.Cleanup(func() { knownLayouts = saved })
-	var l14 Layout
+	saved := gomp.KnownLayouts()
+	t.Cleanup(func() { gomp.SetKnownLayouts(saved) })
+	var l14 gomp.Layout
 	for _, l := range saved {
 		if l.Node == "GOMP_5.1.2" {
 			l14 = *l
@@ -343,9 +346,9 @@ func TestLayoutFailsSanity(t *testing.T) {
 	// Make GCC 14's layout claim GCC 12's identity, and shift the task
 	// kind far off, as a wrong table would.
 	l14.Node, l14.BuildID = "GOMP_5.1", ""
-	l14.Fields[taskKind].Off = 0
-	knownLayouts = []*Layout{&l14}
-	_, err = open(c)
+	l14.Fields[gomp.TaskKindField].Off = 0
+	gomp.SetKnownLayouts([]*gomp.Layout{&l14})
+	_, err = gomp.Open(c)
 	require.ErrorIs(t, err, omprt.ErrIncompatible)
 	assert.ErrorContains(t, err, "fails its checks")
 }
@@ -356,7 +359,7 @@ func TestNoLibgomp(t *testing.T) {
 	c, err := core.Open(stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = Open(c)
+	_, err = gomp.Open(c)
 	require.ErrorIs(t, err, omprt.ErrNoRuntime)
 	var te *target.LookupError
 	_ = errors.As(err, &te)

@@ -1,0 +1,23 @@
+package gomp
+
+// What the external tests (package gomp_test, which may import
+// target/delve) need of the package's insides.
+
+// ompt_state_t values the tests expect.
+const (
+	StateIdle            = stateIdle
+	StateWorkSerial      = stateWorkSerial
+	StateWorkParallel    = stateWorkParallel
+	StateBarrierExplicit = stateBarrierExplicit
+	StateLock            = stateLock
+	StateMutex           = stateMutex
+	StateCritical        = stateCritical
+	FlagImplicit         = flagImplicit
+	FlagUndeferred       = flagUndeferred
+	TaskKindField        = taskKind
+)
+
+// KnownLayouts returns the table of known layouts; SetKnownLayouts
+// replaces it (tests restore it).
+func KnownLayouts() []*Layout     { return knownLayouts }
+func SetKnownLayouts(l []*Layout) { knownLayouts = l }

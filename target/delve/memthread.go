@@ -2,28 +2,58 @@ package delve
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"syscall"
 	"unsafe"
 
 	"github.com/go-delve/delve/pkg/proc"
+	"github.com/go-delve/delve/pkg/version"
 )
 
-// Delve 1.27's native Linux backend reads and writes memory, breakpoints
+// Delve's native Linux backend reads and writes memory, breakpoints
 // included, through one thread of the process: the last one that stopped
-// (nativeProcess.memthread). It does not replace that thread when it exits.
-// OpenMP programs end their worker threads, typically right after a stop
-// in one of them (ompd_bp_thread_end): the next stop then fails inside
-// Delve with ESRCH while it reads the dynamic linker's data through the
-// dead thread, before it has rewound the threads that hit breakpoints, and
-// every later read fails the same way.
+// (nativeProcess.memthread, set in processGroup.ContinueOnce). When a
+// thread exits, trapWaitInternal deletes it from nativeProcess.threads but
+// leaves memthread pointing at it. OpenMP programs end their worker
+// threads, typically right after a stop in one of them
+// (ompd_bp_thread_end): the next stop then fails inside Delve with ESRCH
+// when stop1 calls linutil.ElfUpdateSharedObjects through the dead thread,
+// before it has rewound the threads that hit breakpoints; Continue returns
+// "no such process", and the process is lost. dlv itself shows it (see
+// memthread.md, the report for Delve's maintainers).
 //
-// Process.Continue therefore hands Delve the thread group leader (which
-// lives as long as the process, unless the program calls pthread_exit in
-// main) as that thread before each resume, and Target reads through the
-// leader when a read through Delve's thread fails with ESRCH. The field is
-// unexported: memThreadPin sets it by reflection, for the pinned Delve
-// version, and does nothing if the layout is not the expected one.
+// Delve's exported API has no way to choose that thread, so Process.Continue
+// hands Delve the thread group leader (which lives as long as the process,
+// unless the program calls pthread_exit in main) as memthread before each
+// resume, by reflection on the unexported field, and Target reads through
+// the leader when a read through Delve's thread fails with ESRCH. The write
+// is made only on the Delve version it was verified against
+// (verifiedDelve) and only if the field has the expected layout; on any
+// other version Launch, Attach and Continue fail with ErrDelveVersion
+// rather than run into the bug silently.
+
+// verifiedDelve is the Delve version whose native backend the memory
+// thread workaround was verified against: the version go.mod pins.
+const verifiedDelve = "1.27.2"
+
+// ErrDelveVersion reports that the program links a Delve version whose
+// native backend this package does not know: the workaround for its stale
+// memory thread (see memthread.md) may not apply. Update target/delve
+// after checking the bug in that version.
+var ErrDelveVersion = errors.New("unverified Delve version")
+
+// checkDelveVersion fails unless v is verifiedDelve.
+func checkDelveVersion(v version.Version) error {
+	got := v.Major + "." + v.Minor + "." + v.Patch
+	if v.Metadata != "" {
+		got += "-" + v.Metadata
+	}
+	if got != verifiedDelve {
+		return fmt.Errorf("delve: %w: this program links Delve %s, but the workaround for Delve's stale memory thread (target/delve/memthread.md) was verified with Delve %s only", ErrDelveVersion, got, verifiedDelve)
+	}
+	return nil
+}
 
 // memRW is the memory access of Delve's *native.nativeThread.
 type memRW interface {
@@ -31,28 +61,36 @@ type memRW interface {
 	WriteMemory(addr uint64, data []byte) (int, error)
 }
 
-// pinMemThread makes thread tid Delve's memory thread for t. It reports
-// whether it could.
-func pinMemThread(t *proc.Target, tid int) bool {
+// pinMemThread makes thread tid Delve's memory thread for t. A thread
+// Delve does not list (a leader that called pthread_exit) is left alone;
+// a Delve version or layout it was not verified with is an error wrapping
+// ErrDelveVersion.
+func pinMemThread(t *proc.Target, tid int) error {
+	if err := checkDelveVersion(version.DelveVersion); err != nil {
+		return err
+	}
 	th, ok := t.FindThread(tid)
 	if !ok || th == nil {
-		return false
+		return nil
+	}
+	layout := func(what string) error {
+		return fmt.Errorf("delve: %w: Delve %s's native backend has %s", ErrDelveVersion, verifiedDelve, what)
 	}
 	v := reflect.ValueOf(t).Elem().FieldByName("proc")
 	if !v.IsValid() || v.Kind() != reflect.Interface || v.IsNil() {
-		return false
+		return layout("no proc.Target.proc interface field")
 	}
 	pv := v.Elem()
 	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Kind() != reflect.Struct {
-		return false
+		return layout(fmt.Sprintf("a %v in proc.Target.proc, not a pointer to the native process", pv.Type()))
 	}
 	f := pv.Elem().FieldByName("memthread")
 	tv := reflect.ValueOf(th)
 	if !f.IsValid() || f.Type() != tv.Type() || !f.CanAddr() {
-		return false
+		return layout("no memthread field of its thread type")
 	}
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(tv)
-	return true
+	return nil
 }
 
 // leaderMemory returns the memory access of the thread group leader, or

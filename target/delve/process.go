@@ -14,6 +14,7 @@ import (
 	"github.com/go-delve/delve/pkg/proc"
 	"github.com/go-delve/delve/pkg/proc/linutil"
 	"github.com/go-delve/delve/pkg/proc/native"
+	"github.com/go-delve/delve/pkg/version"
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/debuginfo"
@@ -142,6 +143,9 @@ func Launch(argv []string, opts ...Option) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("delve: launch: empty command line")
 	}
+	if err := checkDelveVersion(version.DelveVersion); err != nil {
+		return nil, err
+	}
 	var c launchConfig
 	for _, o := range opts {
 		o(&c)
@@ -223,6 +227,9 @@ func mergeEnv(env, extra []string) []string {
 // Of the options, only the debug-information ones (WithDebugInfoDirs,
 // WithDebuginfod, WithDebuginfodFromEnv) apply to an attached process.
 func Attach(pid int, opts ...Option) (*Process, error) {
+	if err := checkDelveVersion(version.DelveVersion); err != nil {
+		return nil, err
+	}
 	var c launchConfig
 	for _, o := range opts {
 		o(&c)
@@ -297,6 +304,10 @@ func (p *Process) continueLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// See memthread.go.
+	if err := pinMemThread(p.dt, p.pid); err != nil {
+		return fmt.Errorf("delve: continue process %d: %w", p.pid, err)
+	}
 	p.dropCachesLocked()
 	var (
 		runMu   sync.Mutex
@@ -311,8 +322,6 @@ func (p *Process) continueLocked(ctx context.Context) error {
 			_ = p.grp.RequestManualStop()
 		}
 	})
-	// See memthread.go.
-	pinMemThread(p.dt, p.pid)
 	p.running.Store(true)
 	err := p.grp.Continue()
 	p.running.Store(false)

@@ -94,3 +94,41 @@ func TestGompThroughAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestGCCProgramOnLLVM: a gcc-compiled program on LLVM's runtime (which
+// serves GCC's ABI) shows the user's outlined functions (main._omp_fn.N)
+// for its regions and implicit tasks, not the runtime's wrapper.
+func TestGCCProgramOnLLVM(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.GCCOnLLVM(t), fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	assert.Equal(t, "LLVM libomp", as.Runtime().Name)
+	threads, err := as.Threads()
+	require.NoError(t, err)
+	require.Len(t, threads, len(stop.Truth.Threads))
+	for _, th := range threads {
+		p, err := th.CurrentParallel()
+		require.NoError(t, err)
+		var names []string
+		for ; err == nil; p, err = p.Enclosing() {
+			if l, _ := p.Level(); l == 0 {
+				break
+			}
+			fn, err := p.Function()
+			require.NoError(t, err)
+			assert.Contains(t, fn.Symbol, "main._omp_fn.", "not the runtime's wrapper")
+			names = append(names, fn.Symbol)
+		}
+		require.Len(t, names, 2)
+		assert.NotEqual(t, names[0], names[1], "each level has its own outlined function")
+		task, err := th.CurrentTask()
+		require.NoError(t, err)
+		fn, err := task.Function()
+		require.NoError(t, err)
+		assert.Equal(t, names[0], fn.Symbol, "the implicit task runs its region's function")
+	}
+}

@@ -58,6 +58,8 @@ type Runtime struct {
 	syms  map[string]uint64
 
 	cur atomic.Pointer[stop]
+
+	gomp gompABI // regions of gcc-compiled programs
 }
 
 var _ omprt.Runtime = (*Runtime)(nil)

@@ -159,7 +159,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	case tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes():
 		d.FunctionErr = errorf(ErrUnavailable, "%v has no entry function", omprt.RegionName(r))
 	default:
-		d.Function = tm.pkfn
+		d.Function = rt.regionFunction(tm)
 	}
 	if rec.j == 0 {
 		d.ID = tm.parallelID

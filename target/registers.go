@@ -21,7 +21,13 @@ const MaxRegisters = 64
 type Registers struct {
 	// Machine says whose numbering the registers use.
 	Machine elf.Machine
-	values  [MaxRegisters]uint64
+	// Interrupted marks the registers of a frame that a signal
+	// interrupted rather than one that made a call: its program counter
+	// is the instruction to resume, not a return address. UnwindFrame
+	// sets it on the caller of a signal trampoline (a frame whose
+	// call-frame information is marked as a signal frame).
+	Interrupted bool
+	values      [MaxRegisters]uint64
 	known   uint64 // bit n set: values[n] is known
 }
 

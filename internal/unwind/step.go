@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/go-delve/delve/pkg/dwarf/op"
@@ -138,6 +139,9 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 			out.Forget(r)
 		}
 	}
+	// Below a signal trampoline ('S' in its CIE's augmentation) is the
+	// interrupted frame, whose PC is no return address.
+	out.Interrupted = fc != nil && isSignalFrame(cfi, look)
 	// The caller's PC is the return address column's value.
 	ra := int(fc.RetAddrReg)
 	if rule, ok := fc.Regs[fc.RetAddrReg]; ok && rule.Rule == frame.RuleUndefined || ra >= target.MaxRegisters {
@@ -150,6 +154,13 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 		out.Forget(nums.PC)
 	}
 	return out, cfa, nil
+}
+
+// isSignalFrame reports whether the call-frame information at pc is a
+// signal trampoline's.
+func isSignalFrame(cfi FDEFinder, pc uint64) bool {
+	fde, err := cfi.FDE(pc)
+	return err == nil && fde.CIE != nil && strings.ContainsRune(fde.CIE.Augmentation, 'S')
 }
 
 // ptrSize is the size of an address on machine m.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -219,4 +220,51 @@ func FuzzWalk(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSignalFrame steps through libc's signal trampoline, whose
+// call-frame information reads the interrupted registers from the signal
+// frame's ucontext with DWARF expressions: the caller is the interrupted
+// frame, its PC not a return address.
+func TestSignalFrame(t *testing.T) {
+	o := libcObject(t)
+	// __restore_rt, found by its call-frame information (marked 'S'),
+	// not by its local symbol, which needs libc's debug file. Its entry
+	// starts one byte before the function, at a nop.
+	sec := o.File().Section(".eh_frame")
+	require.NotNil(t, sec)
+	data, err := sec.Data()
+	require.NoError(t, err)
+	fdes, err := frame.Parse(data, o.File().ByteOrder, 0, 8, sec.Addr)
+	require.NoError(t, err)
+	var trampoline uint64
+	for _, fde := range fdes {
+		if strings.ContainsRune(fde.CIE.Augmentation, 'S') {
+			trampoline = fde.Begin() + 1
+			break
+		}
+	}
+	require.NotZero(t, trampoline, "libc has a signal frame")
+	s := &stack{base: base, mem: make([]byte, 4096)}
+	// struct ucontext_t at the stack pointer: uc_mcontext.gregs at 40,
+	// REG_RBP 10, REG_RSP 15, REG_RIP 16.
+	s.put(base+40+10*8, base+0x900)
+	s.put(base+40+15*8, base+0x800)
+	s.put(base+40+16*8, 0x401234)
+	out, cfa, err := Step(o, s, binary.LittleEndian, regs(trampoline, base, 0), false)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(base+0x800), cfa)
+	pc, _ := out.PC()
+	sp, _ := out.SP()
+	fp, _ := out.FP()
+	assert.Equal(t, uint64(0x401234), pc)
+	assert.Equal(t, uint64(base+0x800), sp)
+	assert.Equal(t, uint64(base+0x900), fp)
+	assert.True(t, out.Interrupted, "the frame below a signal trampoline was interrupted")
+
+	// A walk marks that frame as no caller: its own lookups use its PC.
+	st := Walk(context.Background(), withCFI{stack: s, cfi: o}, regs(trampoline, base, 0), Options{MaxDepth: 2})
+	require.Len(t, st.Frames, 2)
+	assert.False(t, st.Frames[1].Caller)
+	assert.Equal(t, uint64(0x401234), st.Frames[1].LookupPC())
 }

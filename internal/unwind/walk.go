@@ -82,7 +82,8 @@ type Frame struct {
 	// Regs are the registers known in the frame.
 	Regs target.Registers
 	// Caller is true when PC is a return address: the code executing is
-	// the call instruction before it (symbols and lines of PC-1).
+	// the call instruction before it (symbols and lines of PC-1). It is
+	// false for the innermost frame and for a frame a signal interrupted.
 	Caller bool
 	// How says how the frame was found.
 	How Method
@@ -167,7 +168,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 		if len(frames) >= max {
 			return Stack{Frames: frames, End: fmt.Errorf("%w (%d frames)", ErrMaxDepth, max)}
 		}
-		frames = append(frames, Frame{PC: npc, Regs: next, Caller: true, How: how})
+		frames = append(frames, Frame{PC: npc, Regs: next, Caller: !next.Interrupted, How: how})
 	}
 }
 
@@ -227,6 +228,7 @@ func framePointerStep(ev *evaluator, regs target.Registers) (target.Registers, u
 	}
 	cfa := fp + 2*w
 	next := regs
+	next.Interrupted = false
 	next.Set(ev.nums.FP, saved)
 	next.Set(ev.nums.SP, cfa)
 	next.Set(ev.nums.PC, ra)

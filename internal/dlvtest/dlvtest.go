@@ -31,15 +31,22 @@ type Session struct {
 // entry, with a user's client connected. Both end with the test.
 func Start(t *testing.T, name string, args ...string) *Session {
 	t.Helper()
+	return StartEnv(t, name, nil, args...)
+}
+
+// StartEnv is Start with extra KEY=VALUE settings in the program's
+// environment (OMPD_FIXTURE_HOLD=1, say).
+func StartEnv(t *testing.T, name string, extra []string, args ...string) *Session {
+	t.Helper()
 	fixtures.Runtime(t)
 	exe := fixtures.Build(t, name)
 	dir := t.TempDir()
 	s := &Session{Exe: exe, TruthPath: filepath.Join(dir, "truth.json")}
-	env := fixtures.Env(name,
-		"OMPD_FIXTURE_TRUTH="+s.TruthPath,
-		"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
-		"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"),
-		"OMPD_FIXTURE_TIMEOUT=300")
+	env := fixtures.Env(name, append([]string{
+		"OMPD_FIXTURE_TRUTH=" + s.TruthPath,
+		"OMPD_FIXTURE_STDOUT=" + filepath.Join(dir, "stdout.txt"),
+		"OMPD_FIXTURE_STDERR=" + filepath.Join(dir, "stderr.txt"),
+		"OMPD_FIXTURE_TIMEOUT=300"}, extra...)...)
 	s.Srv = fixtures.StartDlv(t, env, exe, args...)
 	nc, err := net.DialTimeout("tcp", s.Srv.Addr, 10*time.Second)
 	require.NoError(t, err)

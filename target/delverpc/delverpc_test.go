@@ -3,6 +3,9 @@ package delverpc_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +72,32 @@ func TestSession(t *testing.T) {
 	require.NoError(t, err)
 	defer as.Close()
 	ompdtest.CheckTruth(t, as, tr)
+
+	// Concurrent readers share the connection and the caches.
+	tgt.Refresh()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 4; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := tgt.Threads()
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			a, err := tgt.LookupSymbol("__kmp_threads")
+			if err == nil {
+				err = tgt.ReadMemory(make([]byte, 8), a)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
 
 	// Writes are refused: the Target never changes the process.
 	err = tgt.WriteMemory(0x1000, []byte{1})
@@ -163,34 +192,126 @@ func TestServerDies(t *testing.T) {
 
 // TestRunning: while the user's program runs, reads fail with ErrRunning
 // at once instead of waiting for the server (which holds its process lock
-// while the program runs).
+// while the program runs); once the user halts it, the Target reads the
+// new stop.
 func TestRunning(t *testing.T) {
-	s := dlvtest.Start(t, fixtures.Nested)
+	// With OMPD_FIXTURE_HOLD=1 the program waits in stopme (up to 120
+	// s) once its threads are in place, running.
+	s := dlvtest.StartEnv(t, fixtures.Nested, []string{"OMPD_FIXTURE_HOLD=1"})
 	ctx := testContext(t)
-	// No breakpoint: the program runs to stopme and, without a
-	// debugger stop, on to its end; hold it there instead.
 	ch := s.User.Continue()
-	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithTimeout(5*time.Second))
 	require.NoError(t, err)
 	defer tgt.Close()
+	start := time.Now()
 	_, err = tgt.Update(ctx)
-	if errors.Is(err, delverpc.ErrExited) {
-		t.Skip("the program ended before it could be seen running")
-	}
 	require.ErrorIs(t, err, delverpc.ErrRunning)
 	_, err = tgt.Threads()
 	assert.ErrorIs(t, err, delverpc.ErrRunning)
+	err = tgt.ReadMemory(make([]byte, 8), 0x1000)
+	assert.ErrorIs(t, err, delverpc.ErrRunning)
+	assert.Less(t, time.Since(start), 5*time.Second, "no waiting for the server")
+
+	// Halt once the program holds in stopme (its truth is written just
+	// before), as a user would with Ctrl-C.
+	for {
+		if _, err := os.Stat(s.TruthPath); err == nil {
+			break
+		}
+		require.NoError(t, ctx.Err(), "the program never reached stopme")
+		time.Sleep(50 * time.Millisecond)
+	}
 	_, err = s.User.Halt()
 	require.NoError(t, err)
-	for range ch {
+	for st := range ch {
+		require.NoError(t, st.Err)
 	}
 	changed, err := tgt.Update(ctx)
-	if errors.Is(err, delverpc.ErrExited) {
-		return
-	}
 	require.NoError(t, err)
 	assert.True(t, changed)
-	ths, err := tgt.Threads()
+	as, err := ompd.Open(tgt)
 	require.NoError(t, err)
-	assert.NotEmpty(t, ths)
+	defer as.Close()
+	tr := s.Truth(t)
+	ths, err := as.Threads()
+	require.NoError(t, err)
+	assert.Len(t, ths, len(tr.Threads), "OpenMP threads at the halt")
+}
+
+// TestPathMap reads the session as from another machine: its files found
+// through WithFileMap and WithSysroot (copies here), and a local file of
+// another build refused because its build-id is not the one in the
+// process's memory.
+func TestPathMap(t *testing.T) {
+	s := dlvtest.Start(t, fixtures.Nested)
+	ctx := testContext(t)
+	s.BreakAt(t, "stopme")
+	s.Continue(t)
+	tr := s.Truth(t)
+	rt := fixtures.Runtime(t)
+
+	// The executable and libomp copied elsewhere, named one by one.
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "prog")
+	lib := filepath.Join(dir, "libomp.so")
+	copyFile(t, s.Exe, exe)
+	copyFile(t, rt.LibOMP, lib)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithExecutable(exe),
+		delverpc.WithFileMap(map[string]string{rt.LibOMP: lib}))
+	require.NoError(t, err)
+	defer tgt.Close()
+	imgs, err := tgt.Images()
+	require.NoError(t, err)
+	paths := map[string]string{}
+	for _, im := range imgs {
+		require.NoError(t, im.Err, im.Name)
+		paths[im.Name] = im.Path
+	}
+	assert.Equal(t, exe, imgs[0].Path)
+	assert.Equal(t, lib, paths[rt.LibOMP])
+	as, err := ompd.Open(tgt)
+	require.NoError(t, err)
+	ompdtest.CheckTruth(t, as, tr)
+	as.Close()
+
+	// A sysroot: libomp under the same path below it.
+	root := t.TempDir()
+	copyFile(t, rt.LibOMP, filepath.Join(root, rt.LibOMP))
+	tgt2, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithSysroot(root))
+	require.NoError(t, err)
+	defer tgt2.Close()
+	imgs, err = tgt2.Images()
+	require.NoError(t, err)
+	for _, im := range imgs {
+		if im.Name == rt.LibOMP {
+			assert.Equal(t, filepath.Join(root, rt.LibOMP), im.Path)
+		}
+	}
+	_, err = tgt2.LookupSymbol("__kmp_threads")
+	assert.NoError(t, err)
+
+	// Another build in libomp's place: refused, and said so.
+	tgt3, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithFileMap(map[string]string{rt.LibOMP: s.Exe}))
+	require.NoError(t, err)
+	defer tgt3.Close()
+	imgs, err = tgt3.Images()
+	require.NoError(t, err)
+	var refused bool
+	for _, im := range imgs {
+		if im.Name == rt.LibOMP {
+			refused = errors.Is(im.Err, delverpc.ErrMismatch)
+			assert.Empty(t, im.Path)
+		}
+	}
+	assert.True(t, refused, "another build refused: %+v", imgs)
+	_, err = tgt3.LookupSymbol("__kmp_threads")
+	assert.ErrorIs(t, err, target.ErrNotFound)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
+	require.NoError(t, os.WriteFile(to, b, 0o755))
 }

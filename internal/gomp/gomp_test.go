@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -230,6 +231,29 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 	if len(truth.Tasks) > 0 {
 		checkTasks(t, r, truth)
 	}
+	checkDisplay(t, r, truth, globals)
+}
+
+// checkDisplay compares the display control variables with the block the
+// program printed (OMP_DISPLAY_ENV=verbose, icvs fixture) line for line.
+func checkDisplay(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, globals bool) {
+	vars, err := r.DisplayControlVars()
+	if !globals {
+		assert.ErrorIs(t, err, omprt.ErrUnavailable, "needs the hidden globals")
+		return
+	}
+	require.NoError(t, err)
+	if len(truth.Display) == 0 {
+		return
+	}
+	var want, got []string
+	for _, l := range truth.Display[1 : len(truth.Display)-1] {
+		want = append(want, strings.TrimSpace(l))
+	}
+	for _, v := range vars {
+		got = append(got, v.Raw)
+	}
+	assert.Equal(t, want, got, "OMP_DISPLAY_ENV=verbose")
 }
 
 // checkState compares a thread's inferred state with its role. With

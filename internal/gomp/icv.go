@@ -276,8 +276,3 @@ func (r *Runtime) Enabled() (bool, error) { return false, nil }
 func (r *Runtime) Enable(on bool) error {
 	return omprt.Errorf(omprt.ErrUnsupported, "gomp: libgomp has no OMPD support to enable")
 }
-
-// DisplayControlVars is not built yet for libgomp.
-func (r *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
-	return nil, omprt.Errorf(omprt.ErrUnsupported, "gomp: display control variables")
-}

@@ -31,6 +31,14 @@ unformatted=$(gofmt -l . | grep -v '^testdata/' || true)
 if [[ -n "$unformatted" ]]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
+# libgomp's layout table is generated from the builds above: it must be
+# what go generate writes now.
+gen=$(mktemp)
+(cd internal/gomp && go run ./gen -o "$gen")
+if ! cmp -s "$gen" internal/gomp/known_layouts.go; then
+	echo "internal/gomp/known_layouts.go is stale: run go generate ./internal/gomp"; rm -f "$gen"; exit 1
+fi
+rm -f "$gen"
 # Only target/delve may pull Delve in.
 if go list -deps . ./target ./target/core | grep -q go-delve; then
 	echo "the root package, target or target/core depends on Delve"; exit 1

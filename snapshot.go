@@ -99,6 +99,33 @@ type snap struct {
 	// inferring: the runtime infers states instead of tracking them.
 	inferring bool
 	byScope   map[ScopeKind][]ICV
+	// Answers shared by many threads, worked out once per snapshot.
+	funcs   map[uint64]Function
+	regs    map[omprt.Ref]ParallelSnapshot
+	kinds   map[uint32]string
+	flags   map[uint32]string
+	scopes  map[ScopeKind]string
+	nThICVs int // ICVs a thread and its task have, for the slice's size
+}
+
+// function is as.function, once per address and snapshot.
+func (sn *snap) function(addr uint64) Function {
+	f, ok := sn.funcs[addr]
+	if !ok {
+		f = sn.as.function(addr)
+		sn.funcs[addr] = f
+	}
+	return f
+}
+
+// memo returns the string m holds for k, making it with f once.
+func memo[K comparable](m map[K]string, k K, f func() string) string {
+	v, ok := m[k]
+	if !ok {
+		v = f()
+		m[k] = v
+	}
+	return v
 }
 
 // note records err, unless it only says that something does not exist.
@@ -137,10 +164,12 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	}
 	info := as.rt.Info()
 	s := &Snapshot{LayoutSource: as.LayoutSource().String(), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
-	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}}
+	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{},
+		regs: map[omprt.Ref]ParallelSnapshot{}, kinds: map[uint32]string{}, flags: map[uint32]string{}, scopes: map[ScopeKind]string{}}
 	for _, id := range as.ICVs() {
 		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
 	}
+	sn.nThICVs = len(sn.byScope[ScopeThread]) + len(sn.byScope[ScopeTask])
 	var err error
 	s.OpenMPVersion, err = as.OpenMPVersion()
 	sn.note("", "openmp version", err)
@@ -148,7 +177,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	sn.note("", "state tracking", err)
 	sn.tracking = s.StateTracking
 	sn.inferring = info.InfersStates
-	s.ICVs = sn.appendICVs(s.ICVs, as, "")
+	s.ICVs = sn.appendICVs(s.ICVs, ScopeAddressSpace, as.scope(), "")
 	s.DisplayVars, err = as.DisplayControlVars()
 	sn.note("", "display control variables", err)
 	if bps, err := as.Breakpoints(); err == nil {
@@ -174,11 +203,13 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	return s, nil
 }
 
-func (sn *snap) appendICVs(out []ICVValue, sc Scope, id string) []ICVValue {
-	kind := sc.ScopeKind()
-	scope := kind.String()
+// appendICVs reads the ICVs of one scope straight from the runtime: the
+// scope is a handle this snapshot made, so the checks of Scope.ICVString
+// are not needed.
+func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id string) []ICVValue {
+	scope := memo(sn.scopes, kind, kind.String)
 	for _, icv := range sn.byScope[kind] {
-		v, err := sc.ICVString(icv)
+		v, err := icvText(sn.as.rt.ICV(sc, omprt.ICV(icv)))
 		if err != nil {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
@@ -209,7 +240,7 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 			}
 		}
 	}
-	ts.ICVs = sn.appendICVs(ts.ICVs, th, ts.ID)
+	ts.ICVs = sn.appendICVs(make([]ICVValue, 0, sn.nThICVs), ScopeThread, th.scope(), ts.ID)
 	if d.RegionErr != nil {
 		sn.note(ts.ID, "parallel chain", d.RegionErr)
 	} else {
@@ -219,7 +250,7 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 		sn.note(ts.ID, "task chain", d.TaskErr)
 		return ts
 	}
-	ts.ICVs = sn.appendICVs(ts.ICVs, Task{as: sn.as, ref: d.Task}, ts.ID)
+	ts.ICVs = sn.appendICVs(ts.ICVs, ScopeTask, Task{as: sn.as, ref: d.Task}.scope(), ts.ID)
 	ts.Tasks = sn.tasks(ts.ID, d.Task)
 	return ts
 }
@@ -243,10 +274,17 @@ func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
 			sn.cut(id, what, "%v: level %d, active level %d", omprt.RegionName(r), r.Level, d.ActiveLevel)
 			return out
 		}
-		ps := ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
-		if d.FunctionErr == nil {
-			f := sn.as.function(d.Function)
-			ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
+		ps, ok := sn.regs[r]
+		if !ok {
+			ps = ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
+			if d.FunctionErr == nil {
+				f := sn.function(d.Function)
+				ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
+			}
+			sn.regs[r] = ps
+		}
+		if out == nil {
+			out = make([]ParallelSnapshot, 0, r.Level+1)
 		}
 		out = append(out, ps)
 		if d.EnclosingErr != nil {
@@ -261,35 +299,63 @@ func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
 	}
 }
 
+// visited reports whether task t is in the chain so far: in seen when
+// the chain is long, else among refs.
+func visited(refs []omprt.Ref, seen map[omprt.Ref]struct{}, t omprt.Ref) bool {
+	if seen != nil {
+		_, ok := seen[t]
+		return ok
+	}
+	for _, r := range refs {
+		if r == t {
+			return true
+		}
+	}
+	return false
+}
+
 // tasks walks a thread's task chain from t through its generating
 // ancestors, with a visited set.
 func (sn *snap) tasks(id string, t omprt.Ref) []TaskSnapshot {
 	const what = "task chain"
 	var out []TaskSnapshot
-	seen := make(map[omprt.Ref]struct{})
+	var refs [16]omprt.Ref          // the first tasks of the chain
+	var seen map[omprt.Ref]struct{} // all of them, once the chain is long
 	for {
 		if len(out) == maxWalk {
 			sn.cut(id, what, "more than %d tasks", maxWalk)
 			return out
 		}
-		if _, loop := seen[t]; loop {
+		if visited(refs[:min(len(out), len(refs))], seen, t) {
 			sn.cut(id, what, "%v is its own generating ancestor", omprt.TaskName(t))
 			return out
 		}
-		seen[t] = struct{}{}
+		switch {
+		case len(out) < len(refs):
+			refs[len(out)] = t
+		case seen == nil:
+			seen = make(map[omprt.Ref]struct{}, 64)
+			for _, r := range refs {
+				seen[r] = struct{}{}
+			}
+			fallthrough
+		default:
+			seen[t] = struct{}{}
+		}
 		d, err := sn.as.rt.Task(t)
 		if err != nil {
 			sn.note(id, what, err)
 			return out
 		}
-		tk := TaskSnapshot{ID: omprt.TaskName(t).String(), Kind: TaskKind(d.Kind).String(), InFinal: d.InFinal}
+		tk := TaskSnapshot{ID: omprt.TaskName(t).String(), Kind: memo(sn.kinds, d.Kind, TaskKind(d.Kind).String), InFinal: d.InFinal}
 		if d.FunctionErr == nil {
-			f := sn.as.function(d.Function)
+			f := sn.function(d.Function)
 			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
 		}
 		if sn.tracking && d.FramesErr == nil {
 			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
-			tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags).String(), FrameFlags(d.Enter.Flags).String()
+			tk.ExitFlags = memo(sn.flags, d.Exit.Flags, FrameFlags(d.Exit.Flags).String)
+			tk.EnterFlags = memo(sn.flags, d.Enter.Flags, FrameFlags(d.Enter.Flags).String)
 		}
 		out = append(out, tk)
 		if d.GeneratingErr != nil {

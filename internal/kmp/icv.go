@@ -112,33 +112,30 @@ func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
 
 // currentTask returns the record of a thread's current task.
 func (s *stop) currentTask(th omprt.ThreadRef) (*taskRec, error) {
-	d, err := s.rt.Thread(th)
-	if err != nil {
+	rec, err := s.thread(th)
+	switch {
+	case err != nil:
 		return nil, err
+	case rec.data.Err != nil:
+		return nil, rec.data.Err
+	case rec.data.TaskErr != nil:
+		return nil, rec.data.TaskErr
+	case rec.task.err != nil:
+		return nil, rec.task.err
 	}
-	if d.Err != nil {
-		return nil, d.Err
-	}
-	if d.TaskErr != nil {
-		return nil, d.TaskErr
-	}
-	rec := s.taskRec(d.Task)
-	if rec.err != nil {
-		return nil, rec.err
-	}
-	return rec, nil
+	return rec.task, nil
 }
 
 func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) {
 	if id == omprt.ICVThreadNumVar || id == omprt.ICVOMPDThreadNumVar {
-		d, err := s.rt.Thread(th)
+		rec, err := s.thread(th)
 		switch {
 		case err != nil:
 			return omprt.Value{}, err
-		case d.Err != nil:
-			return omprt.Value{}, d.Err
+		case rec.data.Err != nil:
+			return omprt.Value{}, rec.data.Err
 		}
-		return intValue(int64(d.Num), d.NumErr)
+		return intValue(int64(rec.data.Num), rec.data.NumErr)
 	}
 	rec, err := s.currentTask(th)
 	if err != nil {

@@ -2,6 +2,7 @@ package kmp
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
@@ -40,8 +41,24 @@ type threadTable struct {
 	infos    []view            // kmp_info_t of refs[i]
 	errs     []error           // why refs[i] cannot be read, if it cannot
 	byAddr   map[uint64]int32  // kmp_info_t -> position
-	byGTID   map[int32]int32   // gtid -> position
+	byGTID   []int32           // gtid -> position + 1 (0: none)
 	byPth    map[uint64]int32  // ds_thread -> position
+	recs     []atomic.Pointer[threadRec]
+}
+
+// threadRec is a thread decoded at one stop, with its current task's
+// record (nil when it has none).
+type threadRec struct {
+	data omprt.ThreadData
+	task *taskRec
+}
+
+// gtidPos returns the position of the thread with gtid g.
+func (tt *threadTable) gtidPos(g int32) (int32, bool) {
+	if g < 0 || int(g) >= len(tt.byGTID) || tt.byGTID[g] == 0 {
+		return 0, false
+	}
+	return tt.byGTID[g] - 1, true
 }
 
 // osThreads maps the target's OS threads both ways.
@@ -99,7 +116,7 @@ func (s *stop) readTable() (*threadTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	tt := &threadTable{capacity: capacity, byAddr: make(map[uint64]int32), byGTID: make(map[int32]int32), byPth: make(map[uint64]int32)}
+	tt := &threadTable{capacity: capacity, byAddr: make(map[uint64]int32), byPth: make(map[uint64]int32)}
 	if capacity == 0 || arr == 0 {
 		return tt, nil
 	}
@@ -108,6 +125,16 @@ func (s *stop) readTable() (*threadTable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read the threads' structures with as few target reads as their
+	// placement allows.
+	var addrs []uint64
+	for i := uint64(0); i < uint64(capacity); i++ {
+		if a := v.Uint(i*ptr, ptr); a != 0 {
+			addrs = append(addrs, a)
+		}
+	}
+	rt.mem.Prefetch(addrs, rt.l.thExtent)
+	tt.byGTID = make([]int32, capacity)
 	for i := uint64(0); i < uint64(capacity); i++ {
 		addr := v.Uint(i*ptr, ptr)
 		if addr == 0 {
@@ -126,7 +153,7 @@ func (s *stop) readTable() (*threadTable, error) {
 		tt.refs = append(tt.refs, ref)
 		tt.infos = append(tt.infos, info)
 		tt.errs = append(tt.errs, ierr)
-		tt.byGTID[int32(i)] = pos
+		tt.byGTID[i] = pos + 1
 		if ierr == nil {
 			if pt := info.F(rt.l.thThread); pt != 0 {
 				if _, dup := tt.byPth[pt]; !dup {
@@ -135,6 +162,7 @@ func (s *stop) readTable() (*threadTable, error) {
 			}
 		}
 	}
+	tt.recs = make([]atomic.Pointer[threadRec], len(tt.refs))
 	return tt, nil
 }
 
@@ -150,7 +178,7 @@ func (rt *Runtime) Threads() ([]omprt.ThreadRef, error) {
 // position finds a thread ref in the table; a ref the table no longer
 // holds is stale.
 func (tt *threadTable) position(r omprt.ThreadRef) (int32, error) {
-	pos, ok := tt.byGTID[r.ID]
+	pos, ok := tt.gtidPos(r.ID)
 	if !ok || tt.refs[pos].Addr != r.Addr {
 		if r.ID >= 0 && int64(r.ID) < tt.capacity && ok {
 			return 0, errorf(ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", omprt.ThreadName(r), r.ID, tt.refs[pos].Addr)
@@ -230,7 +258,7 @@ func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
 	if err != nil {
 		return omprt.ThreadRef{}, err
 	}
-	pos, ok := tt.byGTID[gtid]
+	pos, ok := tt.gtidPos(gtid)
 	if !ok {
 		return omprt.ThreadRef{}, errorf(ErrUnavailable, "thread %d: __kmp_gtid %d not in __kmp_threads", lwp, gtid)
 	}
@@ -254,7 +282,15 @@ func (rt *Runtime) StateTracking() (bool, error) { return rt.stop().stateTrackin
 
 // Thread returns the thread's record.
 func (rt *Runtime) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {
-	s := rt.stop()
+	rec, err := rt.stop().thread(r)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.data, nil
+}
+
+// thread returns the thread's record, decoded once per stop.
+func (s *stop) thread(r omprt.ThreadRef) (*threadRec, error) {
 	tt, err := s.table()
 	if err != nil {
 		return nil, err
@@ -263,17 +299,22 @@ func (rt *Runtime) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.threads.Get(pos, func(pos int32) *omprt.ThreadData { return s.decodeThread(tt, pos) }), nil
+	if rec := tt.recs[pos].Load(); rec != nil {
+		return rec, nil
+	}
+	tt.recs[pos].CompareAndSwap(nil, s.decodeThread(tt, pos))
+	return tt.recs[pos].Load(), nil
 }
 
 // decodeThread decodes the kmp_info_t of the thread at pos in the table.
-func (s *stop) decodeThread(tt *threadTable, pos int32) *omprt.ThreadData {
+func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	l := s.rt.l
 	r := tt.refs[pos]
-	d := &omprt.ThreadData{Ref: r}
+	rec := &threadRec{data: omprt.ThreadData{Ref: r}}
+	d := &rec.data
 	if err := tt.errs[pos]; err != nil {
 		d.Err = err
-		return d
+		return rec
 	}
 	v := tt.infos[pos]
 	d.Pthread = v.F(l.thThread)
@@ -310,5 +351,8 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *omprt.ThreadData {
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}
-	return d
+	if d.TaskErr == nil {
+		rec.task = s.taskRec(d.Task)
+	}
+	return rec
 }

@@ -41,7 +41,8 @@ type Error struct {
 	Cause  error  // underlying error, may be nil
 	Format string // context, formatted with Args when the message is built
 	Args   []any
-	nested bool // Cause already matches a sentinel: do not repeat Kind
+	nested bool     // Cause already matches a sentinel: do not repeat Kind
+	errs   [2]error // what Unwrap returns, kept so that errors.Is does not allocate
 }
 
 func (e *Error) Error() string {
@@ -60,6 +61,9 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel and the cause.
 func (e *Error) Unwrap() []error {
+	if e.errs[0] != nil {
+		return e.errs[:1+boolInt(e.errs[1] != nil)]
+	}
 	switch {
 	case e.nested:
 		return []error{e.Cause}
@@ -69,10 +73,30 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Kind}
 }
 
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// seal fills what Unwrap returns.
+func (e *Error) seal() *Error {
+	switch {
+	case e.nested:
+		e.errs[0] = e.Cause
+	case e.Cause != nil:
+		e.errs = [2]error{e.Kind, e.Cause}
+	default:
+		e.errs[0] = e.Kind
+	}
+	return e
+}
+
 // Errorf returns an error matching kind, with a context message formatted
 // lazily from format and args.
 func Errorf(kind error, format string, args ...any) error {
-	return &Error{Kind: kind, Format: format, Args: args}
+	return (&Error{Kind: kind, Format: format, Args: args}).seal()
 }
 
 // Wrap returns an error matching kind and cause, with context. If cause
@@ -81,7 +105,7 @@ func Errorf(kind error, format string, args ...any) error {
 func Wrap(kind, cause error, format string, args ...any) error {
 	var e *Error
 	if errors.As(cause, &e) {
-		return &Error{Kind: e.Kind, Cause: cause, Format: format, Args: args, nested: true}
+		return (&Error{Kind: e.Kind, Cause: cause, Format: format, Args: args, nested: true}).seal()
 	}
-	return &Error{Kind: kind, Cause: cause, Format: format, Args: args}
+	return (&Error{Kind: kind, Cause: cause, Format: format, Args: args}).seal()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ompd-go/ompd/target"
@@ -304,4 +305,52 @@ func PutUint(order binary.ByteOrder, size uint64, x uint64) []byte {
 		order.PutUint64(b, x)
 	}
 	return b
+}
+
+// maxPrefetchRun bounds one read of Prefetch, in pages.
+const maxPrefetchRun = 64
+
+// maxPrefetchGap is how many unwanted pages Prefetch reads to join two
+// runs of wanted ones: a page costs less than a read.
+const maxPrefetchGap = 2
+
+// Prefetch reads the pages of the given ranges that are not cached yet,
+// joining neighbouring pages into few target reads: a runtime's
+// per-thread structures, allocated one after the other, then cost a read
+// per run instead of one per thread. Pages the target cannot read in a
+// run are left to Read, which reads them one by one.
+func (m *Memory) Prefetch(addrs []uint64, size uint64) {
+	if size == 0 || size > MaxRead {
+		return
+	}
+	var pages []uint64
+	m.mu.RLock()
+	for _, a := range addrs {
+		if a == 0 || a+size < a {
+			continue
+		}
+		for pg := a &^ (PageSize - 1); pg < a+size; pg += PageSize {
+			if _, ok := m.pages[pg]; !ok {
+				pages = append(pages, pg)
+			}
+		}
+	}
+	m.mu.RUnlock()
+	slices.Sort(pages)
+	pages = slices.Compact(pages)
+	for i := 0; i < len(pages); {
+		j := i + 1
+		for j < len(pages) && pages[j]-pages[j-1] <= (maxPrefetchGap+1)*PageSize && (pages[j]-pages[i])/PageSize < maxPrefetchRun {
+			j++
+		}
+		first, last := pages[i], pages[j-1]
+		buf := make([]byte, last-first+PageSize)
+		if err := m.T.ReadMemory(buf, first); err == nil {
+			for pg := first; pg <= last; pg += PageSize {
+				off := pg - first
+				m.store(pg, buf[off:off+PageSize:off+PageSize])
+			}
+		}
+		i = j
+	}
 }

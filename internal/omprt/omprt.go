@@ -274,7 +274,9 @@ type Runtime interface {
 type ThreadName ThreadRef
 
 func (n ThreadName) String() string {
-	b := append([]byte("thread/"), strconv.FormatInt(int64(n.ID), 10)...)
+	var buf [48]byte
+	b := append(buf[:0], "thread/"...)
+	b = strconv.AppendInt(b, int64(n.ID), 10)
 	b = append(b, "@0x"...)
 	return string(strconv.AppendUint(b, n.Addr, 16))
 }
@@ -284,7 +286,9 @@ func (n ThreadName) String() string {
 type RegionName Ref
 
 func (n RegionName) String() string {
-	b := append([]byte("parallel/0x"), strconv.FormatUint(n.Addr, 16)...)
+	var buf [48]byte
+	b := append(buf[:0], "parallel/0x"...)
+	b = strconv.AppendUint(b, n.Addr, 16)
 	b = append(b, "/L"...)
 	return string(strconv.AppendInt(b, int64(n.Level), 10))
 }
@@ -294,7 +298,9 @@ func (n RegionName) String() string {
 type TaskName Ref
 
 func (n TaskName) String() string {
-	b := append([]byte("task/0x"), strconv.FormatUint(n.Addr, 16)...)
+	var buf [48]byte
+	b := append(buf[:0], "task/0x"...)
+	b = strconv.AppendUint(b, n.Addr, 16)
 	if n.Level >= 0 {
 		b = append(b, "/L"...)
 		b = strconv.AppendInt(b, int64(n.Level), 10)

@@ -378,3 +378,40 @@ func TestBacktraceGomp(t *testing.T) {
 		}
 	}
 }
+
+// TestBacktraceStrippedRuntime: with the runtime stripped as distributions
+// ship it, the runtime's frames get their functions, files and lines from
+// its separate debug file (found by build-id), and placement works as on
+// the unstripped runtime.
+func TestBacktraceStrippedRuntime(t *testing.T) {
+	stop, s := strippedStop(t, fixtures.VariantOMPD, fixtures.Tasks)
+	dir := t.TempDir()
+	dbgSymlink(t, s.DebugFile, s.BuildIDPath(dir))
+	_, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
+	require.NoError(t, err)
+	bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
+	runtimeLines := 0
+	for _, bt := range bts {
+		for _, f := range bt.Frames {
+			if f.Runtime && f.Object == s.LibOMP {
+				assert.NotEmpty(t, f.Function, "%v", f)
+				if strings.HasPrefix(filepath.Base(f.File), "kmp_") {
+					runtimeLines++
+				}
+			}
+		}
+	}
+	assert.Positive(t, runtimeLines, "runtime frames with lines from the debug file")
+	th, err := as.ThreadByOSThread(ompd.LWPID, uint64(stop.Truth.StopTID))
+	require.NoError(t, err)
+	bt, err := th.Backtrace(context.Background())
+	require.NoError(t, err)
+	waits := 0
+	for _, tk := range bt.Tasks {
+		if tk.Wait == "taskwait" {
+			waits++
+			assert.Equal(t, "__kmpc_omp_taskwait", tk.Entered)
+		}
+	}
+	assert.Positive(t, waits)
+}

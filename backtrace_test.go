@@ -1,12 +1,8 @@
 package ompd_test
 
 import (
-	"bufio"
 	"context"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -21,67 +17,6 @@ import (
 	"github.com/ompd-go/ompd/target/core"
 )
 
-// gdbFrame is one physical frame of gdb's backtrace (with the inline
-// frames gdb shows for it folded in: the first one names the position).
-type gdbFrame struct {
-	pc       uint64 // 0 when gdb did not print it (frame #0 at a line's start)
-	function string // of the innermost inline frame
-	file     string
-	line     int
-	inlined  bool // gdb showed more than one frame for this PC
-}
-
-var (
-	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*LWP (\d+)\)\)?:$`)
-	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*?\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
-)
-
-// gdbBacktraces runs gdb's "thread apply all bt" on the core and returns
-// the physical frames of each thread by LWP.
-func gdbBacktraces(t *testing.T, exe, corePath string) map[uint64][]gdbFrame {
-	t.Helper()
-	fixtures.RequireTool(t, "gdb")
-	out, err := exec.Command("gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "set width 0",
-		"-ex", "thread apply all bt", exe, corePath).CombinedOutput()
-	require.NoError(t, err, "gdb: %s", out)
-	res := map[uint64][]gdbFrame{}
-	var cur []gdbFrame
-	var lwp uint64
-	flush := func() {
-		if lwp != 0 {
-			res[lwp] = cur
-		}
-		cur, lwp = nil, 0
-	}
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
-			flush()
-			lwp, _ = strconv.ParseUint(m[1], 10, 64)
-			continue
-		}
-		m := gdbFrameRE.FindStringSubmatch(line)
-		if m == nil || lwp == 0 {
-			continue
-		}
-		n, _ := strconv.Atoi(m[1])
-		f := gdbFrame{function: m[3], file: m[4]}
-		f.line, _ = strconv.Atoi(m[5])
-		if m[2] != "" {
-			f.pc, _ = strconv.ParseUint(m[2], 16, 64)
-		}
-		if n > 0 && m[2] == "" && len(cur) > 0 {
-			cur[len(cur)-1].inlined = true // an inline frame of the previous physical frame
-			continue
-		}
-		cur = append(cur, f)
-	}
-	flush()
-	return res
-}
-
 // TestBacktraceMatchesGDB unwinds every OpenMP thread of each fixture's
 // core and compares the frames with gdb's backtrace of the same core:
 // the same program counters, frame by frame, and for the program's own
@@ -92,10 +27,10 @@ func TestBacktraceMatchesGDB(t *testing.T) {
 	for _, c := range fixtureCases("8") {
 		t.Run(c.String(), func(t *testing.T) {
 			stop, as := openCore(t, c.name, c.args...)
-			gdb := gdbBacktraces(t, stop.Exe, stop.Core)
+			gdb := ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core)
 			bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
 			require.Len(t, bts, len(stop.Truth.Threads))
-			compareWithGDB(t, gdb, bts)
+			ompdtest.CompareWithGDB(t, gdb, bts)
 		})
 	}
 }
@@ -132,10 +67,6 @@ func TestBacktraceFoldRuntime(t *testing.T) {
 		assert.Equal(t, "barrier", bt.Tasks[0].Wait)
 		assert.Equal(t, "__kmpc_barrier", bt.Tasks[0].Entered)
 	}
-}
-
-func fixtureSource(file string) bool {
-	return filepath.Base(filepath.Dir(file)) == "testdata"
 }
 
 // TestSnapshotBacktraces: a snapshot has frames only when asked; then
@@ -284,51 +215,6 @@ func TestBacktraceCorruptStack(t *testing.T) {
 	}
 }
 
-// compareWithGDB compares each backtrace with gdb's of the same thread:
-// the same program counters, frame by frame, and for the program's own
-// frames the same file, line and (where gdb shows no inlining) function.
-// gdb adds virtual frames for tail calls it infers from call-site
-// information (no frame on the stack): up to two gdb frames of other code
-// than the program's are skipped. gdb stops at main; the walk goes on to
-// _start.
-func compareWithGDB(t *testing.T, gdb map[uint64][]gdbFrame, bts map[int]*ompd.Backtrace) {
-	t.Helper()
-	for tid, bt := range bts {
-		want := gdb[uint64(tid)]
-		require.NotEmpty(t, want, "gdb shows thread %d", tid)
-		own, skipped, i := 0, 0, 0
-		for _, g := range want {
-			if i >= len(bt.Frames) {
-				t.Errorf("thread %d: walk ended before gdb's frame %+v", tid, g)
-				break
-			}
-			f := bt.Frames[i]
-			if g.pc != 0 && g.pc != f.PC && !fixtureSource(g.file) && skipped < 2 {
-				t.Logf("thread %d: skipping gdb's frame %+v (a tail-call frame?)", tid, g)
-				skipped++
-				continue
-			}
-			i++
-			if g.pc != 0 {
-				assert.Equal(t, g.pc, f.PC, "thread %d frame %d (%s)", tid, f.Index, g.function)
-			}
-			if !fixtureSource(g.file) {
-				continue
-			}
-			own++
-			assert.Equal(t, g.file, f.File, "thread %d frame %d", tid, f.Index)
-			assert.Equal(t, g.line, f.Line, "thread %d frame %d", tid, f.Index)
-			if !g.inlined {
-				assert.Equal(t, g.function, f.Function, "thread %d frame %d", tid, f.Index)
-			}
-		}
-		if i < len(bt.Frames) {
-			assert.Equal(t, "main", want[len(want)-1].function, "thread %d: frames past gdb's last", tid)
-		}
-		assert.Positive(t, own, "thread %d reaches the program's own frames", tid)
-	}
-}
-
 // TestBacktraceGomp unwinds gcc programs on GCC's libgomp (the debug build
 // and the distribution's stripped libgomp1, whose .eh_frame is all there
 // is): every thread's walk is complete, matches gdb's, and reaches the
@@ -367,13 +253,13 @@ func TestBacktraceGomp(t *testing.T) {
 					for _, f := range bt.Frames {
 						if f.CFA == frame+16 {
 							found = true
-							assert.True(t, fixtureSource(f.File), "thread %d: %v", tt.TID, f)
+							assert.True(t, ompdtest.FixtureSource(f.File), "thread %d: %v", tt.TID, f)
 							assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
 						}
 					}
 					assert.True(t, found, "thread %d (%s): a frame with CFA %#x", tt.TID, tt.Role, frame+16)
 				}
-				compareWithGDB(t, gdbBacktraces(t, stop.Exe, stop.Core), bts)
+				ompdtest.CompareWithGDB(t, ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core), bts)
 			})
 		}
 	}

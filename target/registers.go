@@ -28,7 +28,7 @@ type Registers struct {
 	// call-frame information is marked as a signal frame).
 	Interrupted bool
 	values      [MaxRegisters]uint64
-	known   uint64 // bit n set: values[n] is known
+	known       uint64 // bit n set: values[n] is known
 }
 
 // NewRegisters returns an empty register set of the given machine.

@@ -40,7 +40,7 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 		require.NoError(t, err)
 		f, ok := frameAt(bt, frame+2*ptr)
 		if assert.True(t, ok, "thread %d (%s): a frame with CFA %#x", tt.TID, tt.Role, frame+2*ptr) {
-			assert.True(t, fixtureSource(f.File), "thread %d: frame %v is in the fixture's source", tt.TID, f)
+			assert.True(t, FixtureSource(f.File), "thread %d: frame %v is in the fixture's source", tt.TID, f)
 			assert.Positive(t, f.Line, "thread %d: frame %v has a line", tt.TID, f)
 			assert.False(t, f.Runtime, "thread %d: frame %v is the program's", tt.TID, f)
 			assert.Equal(t, 0, f.TaskIndex, "thread %d: frame %v is in the current task", tt.TID, f)
@@ -55,7 +55,7 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 		// task indexes never decrease outwards.
 		last := 0
 		for _, f := range bt.Frames {
-			if fixtureSource(f.File) {
+			if FixtureSource(f.File) {
 				assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
 			}
 			if f.TaskIndex >= 0 {
@@ -92,16 +92,14 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 }
 
 func frameAt(bt *ompd.Backtrace, cfa uint64) (ompd.Frame, bool) {
-	for _, f := range bt.Frames {
-		if f.CFA == cfa {
-			return f, true
-		}
+	if i, ok := frameIndex(bt, cfa); ok {
+		return bt.Frames[i], true
 	}
 	return ompd.Frame{}, false
 }
 
-// fixtureSource reports whether file is one of the fixtures' sources.
-func fixtureSource(file string) bool {
+// FixtureSource reports whether file is one of the fixtures' sources.
+func FixtureSource(file string) bool {
 	dir := filepath.Base(filepath.Dir(file))
 	return dir == "testdata" && (strings.HasSuffix(file, ".c") || strings.HasSuffix(file, ".h"))
 }

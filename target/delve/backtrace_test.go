@@ -1,6 +1,7 @@
 package delve
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,4 +44,26 @@ func TestLiveBacktraces(t *testing.T) {
 			assert.ErrorIs(t, err, target.ErrNoThread)
 		})
 	}
+}
+
+// TestAttachBacktracesMatchGDB: the nested fixture waits in stopme (hold
+// mode); gdb attaches, prints every thread's backtrace and detaches; then
+// Delve attaches and every thread's backtrace, from the frame that
+// recorded the thread's truth outwards, is gdb's.
+func TestAttachBacktracesMatchGDB(t *testing.T) {
+	fixtures.RequireTool(t, "gdb")
+	r := newRun(t, fixtures.Nested)
+	cmd := startHeld(t, r)
+	gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
+
+	p, err := Attach(cmd.Process.Pid)
+	unavailable(t, err)
+	require.NoError(t, err)
+	defer func() { _ = p.Detach(false) }()
+	tr := r.truth(t)
+	as, err := ompd.Open(p)
+	require.NoError(t, err)
+	bts := ompdtest.CheckBacktraces(t, as, tr)
+	ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
+	release(t, p)
 }

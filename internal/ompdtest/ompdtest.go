@@ -690,3 +690,18 @@ func checkFrame(t *testing.T, as *ompd.AddressSpace, what string, got ompd.Frame
 		t.Errorf("%s: %v", what, err)
 	}
 }
+
+// CheckOSThreads checks that a target's threads are exactly the truth's,
+// each with the thread's pthread_self as its thread pointer (fs_base).
+func CheckOSThreads(t *testing.T, ths []target.Thread, truth *fixtures.Truth) {
+	t.Helper()
+	got := map[uint64]uint64{}
+	for _, th := range ths {
+		got[th.ID] = th.Pointer
+	}
+	want := map[uint64]uint64{}
+	for _, tt := range truth.Threads {
+		want[uint64(tt.TID)] = hex(t, tt.Pthread)
+	}
+	assert.Equal(t, want, got, "OS threads: lwp -> fs_base (pthread_self)")
+}

@@ -25,17 +25,7 @@ func TestDlvDump(t *testing.T) {
 
 	ths, err := c.Threads()
 	require.NoError(t, err)
-	got := map[uint64]uint64{}
-	for _, th := range ths {
-		got[th.ID] = th.Pointer
-	}
-	want := map[uint64]uint64{}
-	for _, tt := range stop.Truth.Threads {
-		pt, err := fixtures.ParseHex(tt.Pthread)
-		require.NoError(t, err)
-		want[uint64(tt.TID)] = pt
-	}
-	assert.Equal(t, want, got, "lwp -> fs_base")
+	ompdtest.CheckOSThreads(t, ths, stop.Truth)
 
 	var libomp bool
 	for _, o := range c.Objects() {

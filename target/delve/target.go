@@ -15,14 +15,9 @@ import (
 
 	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/internal/pagecache"
 	"github.com/ompd-go/ompd/target"
 )
-
-const pageSize = 4096
-
-// maxCachedPages bounds the memory cache of one stop (64 MiB); beyond it
-// the cache starts over.
-const maxCachedPages = 16384
 
 // Target is a stopped process seen through Delve, as a target.Target. It
 // also implements ompd.Symbolizer (SymbolAt) and target.BitFieldLocator.
@@ -58,10 +53,10 @@ type Target struct {
 	// until it waits for the process); set whenever the caches drop.
 	recheck bool
 
-	pages    map[uint64][]byte // page-aligned address -> page, for this stop
-	threads  []target.Thread   // nil until listed in this stop
-	imagesOK bool              // set is current for this stop
-	set      *objfile.Set      // loaded objects, executable first, load order
+	pages    pagecache.Cache // memory of this stop
+	threads  []target.Thread // nil until listed in this stop
+	imagesOK bool            // set is current for this stop
+	set      *objfile.Set    // loaded objects, executable first, load order
 	objs     map[imageKey]*image
 	objOpts  []objfile.Option // how objects find separate debug files
 }
@@ -95,7 +90,7 @@ func New(t *proc.Target, opts ...Option) (*Target, error) {
 }
 
 func newTarget(t *proc.Target, objOpts []objfile.Option) *Target {
-	return &Target{dt: t, pages: make(map[uint64][]byte), objs: make(map[imageKey]*image), objOpts: objOpts}
+	return &Target{dt: t, objs: make(map[imageKey]*image), objOpts: objOpts}
 }
 
 // Delve returns the underlying Delve target. Use it only while no Target
@@ -115,7 +110,7 @@ func (t *Target) Refresh() {
 }
 
 func (t *Target) dropCachesLocked() {
-	clear(t.pages)
+	t.pages.Clear()
 	t.threads = nil
 	t.imagesOK = false
 	t.recheck = true
@@ -223,31 +218,8 @@ func (t *Target) readLocked(buf []byte, addr uint64) error {
 	if err := t.aliveLocked(); err != nil {
 		return &target.ReadError{Addr: addr, Size: len(buf), Err: errjoin.Join(target.ErrNoMemory, err)}
 	}
-	for done := 0; done < len(buf); {
-		a := addr + uint64(done)
-		pg := a &^ (pageSize - 1)
-		off := int(a - pg)
-		n := min(pageSize-off, len(buf)-done)
-		p, ok := t.pages[pg]
-		if !ok {
-			p = make([]byte, pageSize)
-			if err := t.rawRead(p, pg); err == nil {
-				if len(t.pages) >= maxCachedPages {
-					clear(t.pages)
-				}
-				t.pages[pg] = p
-			} else {
-				// Part of the page may be unmapped: read just what
-				// was asked for, uncached.
-				if err := t.rawRead(buf[done:done+n], a); err != nil {
-					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
-				}
-				done += n
-				continue
-			}
-		}
-		copy(buf[done:done+n], p[off:])
-		done += n
+	if err := t.pages.Read(buf, addr, t.rawRead); err != nil {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
 	}
 	return nil
 }
@@ -300,12 +272,7 @@ func (t *Target) writeLocked(addr uint64, data []byte) error {
 		err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
 	}
 	// Drop the pages touched, whatever happened.
-	for pg := addr &^ (pageSize - 1); pg < addr+uint64(len(data)); pg += pageSize {
-		delete(t.pages, pg)
-		if pg+pageSize < pg {
-			break
-		}
-	}
+	t.pages.Drop(addr, len(data))
 	if err != nil {
 		return &target.ReadError{Addr: addr, Size: len(data), Write: true, Err: fmt.Errorf("%w: %w", target.ErrNoMemory, err)}
 	}
@@ -358,15 +325,7 @@ func (t *Target) threadPointerLocked(tid uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, th := range ths {
-		if th.ID == tid {
-			if th.Pointer == 0 {
-				return 0, fmt.Errorf("thread %d: thread pointer unknown: %w", tid, target.ErrUnsupported)
-			}
-			return th.Pointer, nil
-		}
-	}
-	return 0, fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)
+	return pagecache.ThreadPointer(ths, tid)
 }
 
 // lockedMemory reads target memory with t.mu already held.

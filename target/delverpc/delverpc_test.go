@@ -50,17 +50,7 @@ func TestSession(t *testing.T) {
 	// Threads: exactly the truth's, with their pthread_self as fs_base.
 	ths, err := tgt.Threads()
 	require.NoError(t, err)
-	got := map[uint64]uint64{}
-	for _, th := range ths {
-		got[th.ID] = th.Pointer
-	}
-	want := map[uint64]uint64{}
-	for _, tt := range tr.Threads {
-		pt, err := fixtures.ParseHex(tt.Pthread)
-		require.NoError(t, err)
-		want[uint64(tt.TID)] = pt
-	}
-	assert.Equal(t, want, got, "lwp -> fs_base")
+	ompdtest.CheckOSThreads(t, ths, tr)
 
 	imgs, err := tgt.Images()
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-delve/delve/service/rpc2"
 
 	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/pagecache"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
 )
@@ -24,14 +25,9 @@ import (
 // otherwise.
 const DefaultTimeout = 10 * time.Second
 
-const pageSize = 4096
-
 // bg is the context of requests made by methods that take none; the
 // connection's timeout bounds them.
 var bg = context.Background()
-
-// maxCachedPages bounds the memory cache of one stop (64 MiB).
-const maxCachedPages = 16384
 
 // An Option configures Dial.
 type Option func(*config)
@@ -110,7 +106,7 @@ type Target struct {
 	stop stopInfo   // the stop the caches belong to
 	err  error      // why the process cannot be read now (running, exited), or nil
 
-	pages   map[uint64][]byte
+	pages   pagecache.Cache // memory of this stop
 	threads []target.Thread // nil until listed in this stop
 	regs    map[uint64]target.Registers
 	objs    *objects // nil until loaded in this stop
@@ -158,7 +154,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Target, error) {
 		c.close()
 		return nil, fmt.Errorf("delverpc: %s: %w: version %d (Delve %s); ompd-go needs --api-version 2", addr, ErrAPIVersion, v.APIVersion, v.DelveVersion)
 	}
-	t := &Target{c: c, cfg: cfg, pages: make(map[uint64][]byte), opened: make(map[imageKey]*image)}
+	t := &Target{c: c, cfg: cfg, opened: make(map[imageKey]*image)}
 	if _, err := t.Update(ctx); err != nil && !errors.Is(err, ErrRunning) {
 		t.Close()
 		return nil, err
@@ -274,7 +270,7 @@ func (t *Target) Refresh() {
 }
 
 func (t *Target) dropLocked() {
-	clear(t.pages)
+	t.pages.Clear()
 	t.threads = nil
 	t.regs = nil
 	t.objs = nil
@@ -319,55 +315,30 @@ func (t *Target) readLocked(buf []byte, addr uint64) error {
 	if t.err != nil {
 		return &target.ReadError{Addr: addr, Size: len(buf), Err: t.err}
 	}
-	for done := 0; done < len(buf); {
-		a := addr + uint64(done)
-		pg := a &^ (pageSize - 1)
-		off := int(a - pg)
-		n := min(pageSize-off, len(buf)-done)
-		p, ok := t.pages[pg]
-		if !ok {
-			var err error
-			p, err = t.examine(pg, pageSize)
-			if err == nil {
-				if len(t.pages) >= maxCachedPages {
-					clear(t.pages)
-				}
-				t.pages[pg] = p
-			} else {
-				var se *ServerError
-				if !errors.As(err, &se) {
-					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
-				}
-				// Part of the page may be unmapped: read just what
-				// was asked for, uncached.
-				q, err := t.examine(a, n)
-				if err != nil {
-					if errors.As(err, &se) {
-						err = fmt.Errorf("%w: %w", target.ErrNoMemory, err)
-					}
-					return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
-				}
-				copy(buf[done:], q)
-				done += n
-				continue
-			}
-		}
-		copy(buf[done:done+n], p[off:])
-		done += n
+	if err := t.pages.Read(buf, addr, t.examine); err != nil {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
 	}
 	return nil
 }
 
-// examine reads n bytes at addr through the server.
-func (t *Target) examine(addr uint64, n int) ([]byte, error) {
+// examine fills buf with the memory at addr, read through the server. An
+// error of the server (an unmapped range, typically) wraps
+// target.ErrNoMemory.
+func (t *Target) examine(buf []byte, addr uint64) error {
 	var out rpc2.ExaminedMemoryOut
-	if err := t.c.call(bg, false, "ExamineMemory", rpc2.ExamineMemoryIn{Address: addr, Length: n}, &out); err != nil {
-		return nil, err
+	err := t.c.call(bg, false, "ExamineMemory", rpc2.ExamineMemoryIn{Address: addr, Length: len(buf)}, &out)
+	if err == nil && len(out.Mem) != len(buf) {
+		err = &ServerError{Method: "ExamineMemory", Msg: fmt.Sprintf("%d bytes answered for %d", len(out.Mem), len(buf))}
 	}
-	if len(out.Mem) != n {
-		return nil, &ServerError{Method: "ExamineMemory", Msg: fmt.Sprintf("%d bytes answered for %d", len(out.Mem), n)}
+	var se *ServerError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w: %w", target.ErrNoMemory, err)
 	}
-	return out.Mem, nil
+	if err != nil {
+		return err
+	}
+	copy(buf, out.Mem)
+	return nil
 }
 
 // WriteMemory returns an error wrapping target.ErrReadOnly: the Target never
@@ -445,15 +416,7 @@ func (t *Target) threadPointerLocked(tid uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, th := range ths {
-		if th.ID == tid {
-			if th.Pointer == 0 {
-				return 0, fmt.Errorf("thread %d: thread pointer unknown: %w", tid, target.ErrUnsupported)
-			}
-			return th.Pointer, nil
-		}
-	}
-	return 0, fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)
+	return pagecache.ThreadPointer(ths, tid)
 }
 
 // lockedMemory reads target memory with t.mu already held.

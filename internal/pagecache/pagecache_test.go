@@ -1,0 +1,58 @@
+package pagecache
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// memory is mapped from 0x1000 to 0x2800: the page at 0x2000 is partly
+// unmapped.
+func memory(calls *int) func([]byte, uint64) error {
+	return func(buf []byte, addr uint64) error {
+		*calls++
+		if addr < 0x1000 || addr+uint64(len(buf)) > 0x2800 {
+			return errors.New("unmapped")
+		}
+		for i := range buf {
+			buf[i] = byte(addr + uint64(i))
+		}
+		return nil
+	}
+}
+
+func TestRead(t *testing.T) {
+	var c Cache
+	calls := 0
+	raw := memory(&calls)
+	buf := make([]byte, 0x20)
+	require.NoError(t, c.Read(buf, 0x1ff0, raw))
+	for i, b := range buf {
+		assert.Equal(t, byte(0x1ff0+i), b)
+	}
+	assert.Equal(t, 1, c.Len(), "the whole page 0x1000 is kept, 0x2000 is not")
+	n := calls
+	require.NoError(t, c.Read(buf[:8], 0x1100, raw))
+	assert.Equal(t, n, calls, "served from the cache")
+	assert.Error(t, c.Read(buf, 0x27f0, raw), "past the mapping")
+	c.Drop(0x1fff, 2)
+	assert.Equal(t, 0, c.Len())
+	require.NoError(t, c.Read(buf[:1], 0x1000, raw))
+	c.Clear()
+	assert.Equal(t, 0, c.Len())
+}
+
+func TestThreadPointer(t *testing.T) {
+	ths := []target.Thread{{ID: 1, Pointer: 0x7000}, {ID: 2}}
+	tp, err := ThreadPointer(ths, 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0x7000), tp)
+	_, err = ThreadPointer(ths, 2)
+	assert.ErrorIs(t, err, target.ErrUnsupported)
+	_, err = ThreadPointer(ths, 3)
+	assert.ErrorIs(t, err, target.ErrNoThread)
+}

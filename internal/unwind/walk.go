@@ -59,6 +59,7 @@ const (
 	FramePointer
 )
 
+// String names the method: "registers", "cfi" or "framepointer".
 func (m Method) String() string {
 	switch m {
 	case Registers:

@@ -1,0 +1,72 @@
+package ompd_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// Print every OpenMP thread's stack from a core file, gdb-style, with the
+// task each frame belongs to and the runtime's frames folded into the call
+// the program made.
+func ExampleThread_Backtrace() {
+	c, err := core.Open("prog", "prog.core")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	as, err := ompd.Open(c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	threads, err := as.Threads()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, th := range threads {
+		bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+		if err != nil {
+			fmt.Println(th, err)
+			continue
+		}
+		fmt.Println(th)
+		for _, f := range bt.Frames {
+			if tk, ok := bt.Task(f); ok {
+				fmt.Printf("%v   [%v, level %d %s]\n", f, tk.Task, tk.Level, tk.Wait)
+			} else {
+				fmt.Println(f)
+			}
+		}
+		if bt.End != nil {
+			fmt.Println("  stopped:", bt.End)
+		}
+	}
+}
+
+// Group the threads of a snapshot by where their stacks stand: at a
+// thousand threads, how many threads are where.
+func ExampleStackKey() {
+	c, err := core.Open("prog", "prog.core")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	as, err := ompd.Open(c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces())
+	if err != nil {
+		log.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, th := range s.Threads {
+		count[fmt.Sprint(ompd.StackKey(th.Frames))]++
+	}
+	for key, n := range count {
+		fmt.Println(n, "threads in", key)
+	}
+}

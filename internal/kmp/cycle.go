@@ -4,7 +4,7 @@ import "github.com/ompd-go/ompd/internal/omprt"
 
 // chain is one kind of link between tasks (the generating or the
 // scheduling ancestor) with what is known at this stop about cycles of it:
-// for each task looked at, nil if its chain ends, an ErrCorrupt error if
+// for each task looked at, nil if its chain ends, an omprt.ErrCorrupt error if
 // the task lies on a cycle.
 type chain struct {
 	name  string
@@ -40,7 +40,7 @@ func schedulingLink(s *stop, td uint64) uint64 {
 	return t.v.F(s.rt.l.tdParent)
 }
 
-// onCycle reports (as an ErrCorrupt error) whether task td lies on a cycle
+// onCycle reports (as an omprt.ErrCorrupt error) whether task td lies on a cycle
 // of the chain's links. Each task's answer is worked out once per stop:
 // a walk stops at the first task already known, so all walks of a stop
 // together follow each link once. Pairs of tasks naming each other and
@@ -75,7 +75,7 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 		}
 		if len(path) == maxChain {
 			// Too long to be real: call the task that starts it corrupt.
-			c.known.Store(td, errorf(ErrCorrupt, "task %#x: its %s chain has no end within %d links", td, c.name, maxChain))
+			c.known.Store(td, errorf(omprt.ErrCorrupt, "task %#x: its %s chain has no end within %d links", td, c.name, maxChain))
 			path = path[1:]
 			break
 		}
@@ -92,7 +92,7 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 	for i, p := range path {
 		var err error
 		if cycleAt >= 0 && i >= cycleAt {
-			err = errorf(ErrCorrupt, "task %#x lies on a cycle of %d %s links", p, len(path)-cycleAt, c.name)
+			err = errorf(omprt.ErrCorrupt, "task %#x lies on a cycle of %d %s links", p, len(path)-cycleAt, c.name)
 		}
 		c.known.Store(p, err)
 	}

@@ -25,7 +25,7 @@ func (rt *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 	}
 	addr, err := rt.sym("ompd_env_block")
 	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "ompd_env_block")
+		return nil, wrapErr(omprt.ErrIncompatible, err, "ompd_env_block")
 	}
 	block, err := rt.readPtr(addr, "ompd_env_block")
 	if err != nil {
@@ -37,14 +37,14 @@ func (rt *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 		return nil, err
 	}
 	if block == 0 || size == 0 {
-		return nil, errorf(ErrUnavailable, "display control variables not recorded yet")
+		return nil, errorf(omprt.ErrUnavailable, "display control variables not recorded yet")
 	}
 	if size < 0 || size > maxEnvBlock {
-		return nil, errorf(ErrCorrupt, "ompd_env_block_size %d out of range", size)
+		return nil, errorf(omprt.ErrCorrupt, "ompd_env_block_size %d out of range", size)
 	}
 	b, err := rt.mem.Read(block, int(size))
 	if err != nil {
-		return nil, wrapErr(ErrReadFailed, err, "ompd_env_block at %#x", block)
+		return nil, wrapErr(omprt.ErrReadFailed, err, "ompd_env_block at %#x", block)
 	}
 	cur := rt.currentSettings()
 	var out []omprt.ControlVar

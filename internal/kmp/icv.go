@@ -75,7 +75,7 @@ func (rt *Runtime) ICV(sc omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
 	case omprt.ScopeTask:
 		return s.taskICV(sc.Ref, id)
 	}
-	return omprt.Value{}, errorf(ErrBadInput, "ICV scope %d", int(sc.Kind))
+	return omprt.Value{}, errorf(omprt.ErrBadInput, "ICV scope %d", int(sc.Kind))
 }
 
 func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
@@ -107,7 +107,7 @@ func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
 	case omprt.ICVToolVerboseInitVar:
 		return str("__kmp_tool_verbose_init")
 	}
-	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+	return omprt.Value{}, errorf(omprt.ErrUnsupported, "ICV %d", int(id))
 }
 
 // currentTask returns the record of a thread's current task.
@@ -158,7 +158,7 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 	case omprt.ICVDefaultDeviceVar:
 		return omprt.Value{Int: v.FI(l.icvDefaultDevice)}, nil
 	}
-	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+	return omprt.Value{}, errorf(omprt.ErrUnsupported, "ICV %d", int(id))
 }
 
 func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
@@ -194,7 +194,7 @@ func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 	case omprt.ICVImplicitTaskVar, omprt.ICVOMPDImplicitVar, omprt.ICVOMPDImplicitTaskVar:
 		return omprt.Value{Int: boolInt(r.Level >= 0)}, nil
 	}
-	return omprt.Value{}, errorf(ErrUnsupported, "ICV %d", int(id))
+	return omprt.Value{}, errorf(omprt.ErrUnsupported, "ICV %d", int(id))
 }
 
 // nested returns the elements level+1 .. used-1 of the list an ICV
@@ -216,7 +216,7 @@ func (s *stop) readNested(global string, arrF, usedF field) ([]int64, error) {
 	rt := s.rt
 	addr, err := rt.sym(global)
 	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "runtime variable %s", global)
+		return nil, wrapErr(omprt.ErrIncompatible, err, "runtime variable %s", global)
 	}
 	v, err := rt.view(addr, maxU(arrF.End(), usedF.End()), global)
 	if err != nil {
@@ -224,7 +224,7 @@ func (s *stop) readNested(global string, arrF, usedF field) ([]int64, error) {
 	}
 	used := v.FI(usedF)
 	if used < 0 || used > maxChain {
-		return nil, errorf(ErrCorrupt, "%s.used %d out of range", global, used)
+		return nil, errorf(omprt.ErrCorrupt, "%s.used %d out of range", global, used)
 	}
 	if used == 0 {
 		return nil, nil

@@ -7,7 +7,7 @@
 // (kmp_team_t) and task (kmp_taskdata_t) is decoded once per stop; every
 // answer is derived from those decodes, and every invariant the walks rely
 // on (levels falling, bounded counts, no cycles) is checked there, so a
-// corrupt structure gives ErrCorrupt at the step where it breaks.
+// corrupt structure gives omprt.ErrCorrupt at the step where it breaks.
 package kmp
 
 import (
@@ -17,20 +17,6 @@ import (
 
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
-)
-
-// The sentinels, under the names this package uses.
-var (
-	ErrUnavailable        = omprt.ErrUnavailable
-	ErrStaleHandle        = omprt.ErrStaleHandle
-	ErrBadInput           = omprt.ErrBadInput
-	ErrUnsupported        = omprt.ErrUnsupported
-	ErrNeedsStateTracking = omprt.ErrNeedsStateTracking
-	ErrIncompatible       = omprt.ErrIncompatible
-	ErrNoRuntime          = omprt.ErrNoRuntime
-	ErrReadFailed         = omprt.ErrReadFailed
-	ErrWriteFailed        = omprt.ErrWriteFailed
-	ErrCorrupt            = omprt.ErrCorrupt
 )
 
 func errorf(kind error, format string, args ...any) error { return omprt.Errorf(kind, format, args...) }
@@ -74,7 +60,7 @@ func Open(t target.Target) (omprt.Runtime, error) {
 	if _, err := rt.sym("ompd_sizeof__kmp_info_t"); err == nil {
 		r = &tableReader{t: symTarget{Target: t, rt: rt}, mem: rt.mem}
 	} else if !errors.Is(err, target.ErrNotFound) {
-		return nil, wrapErr(ErrReadFailed, err, "open: looking up the runtime's OMPD tables")
+		return nil, wrapErr(omprt.ErrReadFailed, err, "open: looking up the runtime's OMPD tables")
 	} else if _, err2 := rt.sym("__kmp_threads"); err2 == nil {
 		// A runtime built without OMPD support: its layout comes from
 		// its debug information, if the target has it.
@@ -85,20 +71,20 @@ func Open(t target.Target) (omprt.Runtime, error) {
 			// compiler entry points) but its internal symbols, local
 			// ones, are not: it is stripped and the target found no
 			// separate debug information for it.
-			return nil, wrapErr(ErrIncompatible, err2, "open: the OpenMP runtime is loaded but has no symbol ompd_sizeof__kmp_info_t or __kmp_threads: it is stripped and no usable debug information was found for it (install its debug package, or point the target at its debug file or at a debuginfod server)")
+			return nil, wrapErr(omprt.ErrIncompatible, err2, "open: the OpenMP runtime is loaded but has no symbol ompd_sizeof__kmp_info_t or __kmp_threads: it is stripped and no usable debug information was found for it (install its debug package, or point the target at its debug file or at a debuginfod server)")
 		}
 		if errors.Is(err2, target.ErrObjectMissing) {
 			// The runtime may be among the objects the target could not
 			// load: say so, rather than that there is none.
-			return nil, wrapErr(ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded")
+			return nil, wrapErr(omprt.ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded")
 		}
-		return nil, errorf(ErrNoRuntime, "open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads")
+		return nil, errorf(omprt.ErrNoRuntime, "open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads")
 	} else {
-		return nil, wrapErr(ErrReadFailed, err2, "open: looking up __kmp_threads")
+		return nil, wrapErr(omprt.ErrReadFailed, err2, "open: looking up __kmp_threads")
 	}
 	l, err := readLayout(r, ptr)
 	if err != nil {
-		return nil, omprt.Wrap(ErrIncompatible, err, "open")
+		return nil, omprt.Wrap(omprt.ErrIncompatible, err, "open")
 	}
 	rt.l = l
 	rt.cur.Store(rt.newStop())
@@ -165,7 +151,7 @@ func (rt *Runtime) global(name string, def uint64, signed bool) (int64, error) {
 	}
 	addr, err := rt.sym(name)
 	if err != nil {
-		return 0, wrapErr(ErrIncompatible, err, "runtime variable %s", name)
+		return 0, wrapErr(omprt.ErrIncompatible, err, "runtime variable %s", name)
 	}
 	v, err := rt.view(addr, size, name)
 	if err != nil {
@@ -181,7 +167,7 @@ func (rt *Runtime) global(name string, def uint64, signed bool) (int64, error) {
 func (rt *Runtime) globalString(name string) (string, error) {
 	addr, err := rt.sym(name)
 	if err != nil {
-		return "", wrapErr(ErrIncompatible, err, "runtime variable %s", name)
+		return "", wrapErr(omprt.ErrIncompatible, err, "runtime variable %s", name)
 	}
 	p, err := rt.readPtr(addr, name)
 	if err != nil {

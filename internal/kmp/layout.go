@@ -95,7 +95,7 @@ func (r *tableReader) u64(sym string) uint64 {
 	}
 	b, err := r.mem.Read(addr, 8)
 	if err != nil {
-		r.err = wrapErr(ErrReadFailed, err, "layout table %s", sym)
+		r.err = wrapErr(omprt.ErrReadFailed, err, "layout table %s", sym)
 		return 0
 	}
 	return r.mem.Order.Uint64(b)
@@ -123,7 +123,7 @@ func (r *tableReader) mask(typ, member string) []byte {
 	}
 	b, err := r.mem.Read(addr, 8)
 	if err != nil {
-		r.err = wrapErr(ErrReadFailed, err, "layout table %s", sym)
+		r.err = wrapErr(omprt.ErrReadFailed, err, "layout table %s", sym)
 		return nil
 	}
 	return append([]byte(nil), b...)
@@ -131,13 +131,13 @@ func (r *tableReader) mask(typ, member string) []byte {
 
 // lookupErr is the error of a failed lookup of a layout table: a symbol
 // the runtime lacks makes it one this package cannot read
-// (ErrIncompatible); a target that could not look (a process that died
+// (omprt.ErrIncompatible); a target that could not look (a process that died
 // meanwhile, say) is a failed read, with the target's cause.
 func lookupErr(err error, format string, args ...any) error {
 	if errors.Is(err, target.ErrNotFound) {
-		return wrapErr(ErrIncompatible, err, format, args...)
+		return wrapErr(omprt.ErrIncompatible, err, format, args...)
 	}
-	return wrapErr(ErrReadFailed, err, format, args...)
+	return wrapErr(omprt.ErrReadFailed, err, format, args...)
 }
 
 // in shifts a field of a nested structure by the offset of that structure.
@@ -158,7 +158,7 @@ func readLayout(r layoutReader, ptr uint64) (*layout, error) {
 
 	l.infoSize = r.sizeof("kmp_info_t")
 	if r.failed() == nil && l.infoSize == 0 {
-		return nil, errorf(ErrUnavailable, "OpenMP runtime not initialized yet (its OMPD tables are empty)")
+		return nil, errorf(omprt.ErrUnavailable, "OpenMP runtime not initialized yet (its OMPD tables are empty)")
 	}
 	th := r.access("kmp_info_t", "th")
 	thInfo := in(th, r.access("kmp_base_info_t", "th_info"))
@@ -324,7 +324,7 @@ func (l *layout) finish(ptr uint64) error {
 		errs = append(errs, fmt.Errorf("layout: structure sizes out of range"))
 	}
 	if len(errs) > 0 {
-		return wrapErr(ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
+		return wrapErr(omprt.ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
 	}
 
 	ext := func(fs ...field) uint64 {
@@ -361,7 +361,7 @@ func (l *layout) finish(ptr uint64) error {
 	}
 	check("sizeof(int) is odd", l.intSize == 4 || l.intSize == 2 || l.intSize == 8)
 	if len(errs) > 0 {
-		return wrapErr(ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
+		return wrapErr(omprt.ErrIncompatible, errjoin.Join(errs...), "runtime layout tables")
 	}
 	return nil
 }

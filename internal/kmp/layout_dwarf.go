@@ -47,7 +47,7 @@ func (r *dwarfReader) access(typ, member string) field {
 	}
 	off, err := r.t.FieldOffset(typ, member)
 	if err != nil {
-		r.err = wrapErr(ErrIncompatible, err, "runtime debug information: %s.%s", typ, member)
+		r.err = wrapErr(omprt.ErrIncompatible, err, "runtime debug information: %s.%s", typ, member)
 		return field{}
 	}
 	return field{Off: off, Size: r.memberSize(typ, member)}
@@ -62,7 +62,7 @@ func (r *dwarfReader) sizeof(name string) uint64 {
 	}
 	n, err := r.t.TypeSize(name)
 	if err != nil {
-		r.err = wrapErr(ErrIncompatible, err, "runtime debug information: sizeof(%s)", name)
+		r.err = wrapErr(omprt.ErrIncompatible, err, "runtime debug information: sizeof(%s)", name)
 		return 0
 	}
 	return n
@@ -76,16 +76,16 @@ func (r *dwarfReader) mask(typ, member string) []byte {
 	}
 	bl, ok := r.t.(target.BitFieldLocator)
 	if !ok {
-		r.err = errorf(ErrIncompatible, "runtime debug information: the target cannot locate bit-field %s.%s", typ, member)
+		r.err = errorf(omprt.ErrIncompatible, "runtime debug information: the target cannot locate bit-field %s.%s", typ, member)
 		return nil
 	}
 	bit, width, err := bl.BitField(typ, member)
 	if err != nil {
-		r.err = wrapErr(ErrIncompatible, err, "runtime debug information: bit-field %s.%s", typ, member)
+		r.err = wrapErr(omprt.ErrIncompatible, err, "runtime debug information: bit-field %s.%s", typ, member)
 		return nil
 	}
 	if width != 1 || bit >= 64 {
-		r.err = errorf(ErrIncompatible, "runtime debug information: bit-field %s.%s at bit %d, %d bits wide", typ, member, bit, width)
+		r.err = errorf(omprt.ErrIncompatible, "runtime debug information: bit-field %s.%s at bit %d, %d bits wide", typ, member, bit, width)
 		return nil
 	}
 	m := make([]byte, 8)

@@ -7,7 +7,7 @@ import (
 // needOMPD fails for what only a runtime built with OMPD support has.
 func (rt *Runtime) needOMPD(what string) error {
 	if rt.l.source != omprt.LayoutOMPDTables {
-		return errorf(ErrUnsupported, "%s: the runtime is built without OMPD support", what)
+		return errorf(omprt.ErrUnsupported, "%s: the runtime is built without OMPD support", what)
 	}
 	return nil
 }
@@ -37,20 +37,20 @@ func (rt *Runtime) DLLLocations() ([]string, error) {
 	}
 	addr, err := rt.sym("ompd_dll_locations")
 	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "ompd_dll_locations")
+		return nil, wrapErr(omprt.ErrIncompatible, err, "ompd_dll_locations")
 	}
 	arr, err := rt.readPtr(addr, "ompd_dll_locations")
 	if err != nil {
 		return nil, err
 	}
 	if arr == 0 {
-		return nil, errorf(ErrUnavailable, "ompd_dll_locations is not set yet")
+		return nil, errorf(omprt.ErrUnavailable, "ompd_dll_locations is not set yet")
 	}
 	ptr := uint64(rt.mem.PtrSize)
 	var out []string
 	for i := uint64(0); ; i++ {
 		if i >= maxDLLs {
-			return nil, errorf(ErrCorrupt, "ompd_dll_locations has no end within %d entries", maxDLLs)
+			return nil, errorf(omprt.ErrCorrupt, "ompd_dll_locations has no end within %d entries", maxDLLs)
 		}
 		p, err := rt.readPtr(arr+i*ptr, "ompd_dll_locations entry")
 		if err != nil {
@@ -79,7 +79,7 @@ func (rt *Runtime) Breakpoints() ([]omprt.Breakpoint, error) {
 	for i, name := range breakpointNames {
 		a, err := rt.sym(name)
 		if err != nil {
-			return nil, wrapErr(ErrIncompatible, err, "breakpoint %s", name)
+			return nil, wrapErr(omprt.ErrIncompatible, err, "breakpoint %s", name)
 		}
 		out[i] = omprt.Breakpoint{Name: name, Addr: a}
 	}
@@ -105,14 +105,14 @@ func (rt *Runtime) Enable(on bool) error {
 	}
 	addr, err := rt.sym("ompd_state")
 	if err != nil {
-		return wrapErr(ErrIncompatible, err, "ompd_state")
+		return wrapErr(omprt.ErrIncompatible, err, "ompd_state")
 	}
 	size := rt.l.globals["ompd_state"]
 	if size == 0 {
 		size = 8
 	}
 	if size != 1 && size != 2 && size != 4 && size != 8 {
-		return errorf(ErrIncompatible, "enable: ompd_state is %d bytes", size)
+		return errorf(omprt.ErrIncompatible, "enable: ompd_state is %d bytes", size)
 	}
 	cur, err := rt.readUint(addr, size, "ompd_state")
 	if err != nil {
@@ -125,7 +125,7 @@ func (rt *Runtime) Enable(on bool) error {
 	}
 	buf := omprt.PutUint(rt.mem.Order, size, cur)
 	if err := rt.t.WriteMemory(addr, buf); err != nil {
-		return wrapErr(ErrWriteFailed, err, "enable: write ompd_state at %#x", addr)
+		return wrapErr(omprt.ErrWriteFailed, err, "enable: write ompd_state at %#x", addr)
 	}
 	rt.Refresh()
 	return nil

@@ -55,13 +55,13 @@ func (s *stop) taskRef(td uint64) (omprt.Ref, error) {
 		return omprt.Ref{}, t.err
 	}
 	if t.freed {
-		return omprt.Ref{}, errorf(ErrCorrupt, "task %#x is marked freed", td)
+		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "task %#x is marked freed", td)
 	}
 	if t.explicit {
 		return omprt.Ref{Addr: td, Level: -1}, nil
 	}
 	if t.team == 0 {
-		return omprt.Ref{}, errorf(ErrCorrupt, "implicit task %#x has no team", td)
+		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "implicit task %#x has no team", td)
 	}
 	tm := s.team(t.team)
 	if tm.err != nil {
@@ -102,17 +102,17 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		return &taskRec{err: t.err}
 	}
 	if t.freed {
-		return &taskRec{err: errorf(ErrStaleHandle, "%v: task was freed", name)}
+		return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: task was freed", name)}
 	}
 	implicit := !t.explicit
 	if implicit != (r.Level >= 0) {
-		return &taskRec{err: errorf(ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
+		return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
 	}
 	rec := &taskRec{raw: t}
 	var tm *team
 	var j int32
 	if t.team == 0 {
-		rec.teamErr = errorf(ErrCorrupt, "%v has no team", name)
+		rec.teamErr = errorf(omprt.ErrCorrupt, "%v has no team", name)
 	} else if tm = s.team(t.team); tm.err != nil {
 		rec.teamErr = tm.err
 	} else {
@@ -123,7 +123,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 			return &taskRec{err: rec.teamErr}
 		}
 		if r.Level < tm.first || r.Level > tm.level {
-			return &taskRec{err: errorf(ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
+			return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
 		}
 		j = tm.level - r.Level
 	}
@@ -177,10 +177,10 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
 		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)
 	case implicit && r.Addr != tm.implicit: // a worker's implicit task
-		d.SchedulingErr = errorf(ErrUnavailable, "%v: a worker's implicit task interrupts no task", name)
+		d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v: a worker's implicit task interrupts no task", name)
 	case implicit:
 		if parent := t.v.F(l.tdParent); parent == 0 {
-			d.SchedulingErr = errorf(ErrUnavailable, "%v has no scheduling task", name)
+			d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v has no scheduling task", name)
 		} else {
 			d.Scheduling, d.SchedulingErr = s.taskRef(parent)
 		}
@@ -190,9 +190,9 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 			if on, err := s.stateTracking(); err != nil {
 				d.SchedulingErr = err
 			} else if !on {
-				d.SchedulingErr = errorf(ErrNeedsStateTracking, "%v: scheduling parent", name)
+				d.SchedulingErr = errorf(omprt.ErrNeedsStateTracking, "%v: scheduling parent", name)
 			} else {
-				d.SchedulingErr = errorf(ErrUnavailable, "%v has no scheduling task", name)
+				d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v has no scheduling task", name)
 			}
 		} else {
 			d.Scheduling, d.SchedulingErr = s.ancestor(r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
@@ -213,7 +213,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		case err != nil:
 			d.FunctionErr = err
 		case addr == 0:
-			d.FunctionErr = errorf(ErrUnavailable, "%v has no routine", name)
+			d.FunctionErr = errorf(omprt.ErrUnavailable, "%v has no routine", name)
 		default:
 			d.Function = addr
 		}
@@ -229,8 +229,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		case err != nil:
 			lwtErr, noFrame = err, err
 		case lwt == 0:
-			lwtErr = errorf(ErrNeedsStateTracking, "%v: serialized level data", name)
-			noFrame = errorf(ErrUnavailable, "%v: no frame kept for this serialized level", name)
+			lwtErr = errorf(omprt.ErrNeedsStateTracking, "%v: serialized level data", name)
+			noFrame = errorf(omprt.ErrUnavailable, "%v: no frame kept for this serialized level", name)
 		default:
 			if v, err = rt.view(lwt, l.lwExtent, "lw taskteam"); err != nil {
 				lwtErr, noFrame = err, err
@@ -247,7 +247,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if on, err := s.stateTracking(); err != nil {
 		d.FramesErr = err
 	} else if !on {
-		d.FramesErr = errorf(ErrNeedsStateTracking, "%v: frames", name)
+		d.FramesErr = errorf(omprt.ErrNeedsStateTracking, "%v: frames", name)
 	} else if noFrame != nil {
 		d.FramesErr = noFrame
 	} else {
@@ -263,17 +263,17 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 // walks' visited sets.
 func (s *stop) ancestor(r omprt.Ref, link uint64, f field, fname, none, self string) (omprt.Ref, error) {
 	if link == 0 {
-		return omprt.Ref{}, errorf(ErrUnavailable, "%v %s", omprt.TaskName(r), none)
+		return omprt.Ref{}, errorf(omprt.ErrUnavailable, "%v %s", omprt.TaskName(r), none)
 	}
 	if link == r.Addr {
-		return omprt.Ref{}, errorf(ErrCorrupt, "%v %s", omprt.TaskName(r), self)
+		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v %s", omprt.TaskName(r), self)
 	}
 	p := s.task(link)
 	if p.err != nil {
 		return omprt.Ref{}, p.err
 	}
 	if p.v.F(f) == r.Addr {
-		return omprt.Ref{}, errorf(ErrCorrupt, "tasks %#x and %#x are each other's %s", link, r.Addr, fname)
+		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "tasks %#x and %#x are each other's %s", link, r.Addr, fname)
 	}
 	return s.taskRef(link)
 }

@@ -37,7 +37,7 @@ func (s *stop) team(addr uint64) *team {
 func (s *stop) teamFields(addr uint64, what string) (*team, error) {
 	l := s.rt.l
 	if addr == 0 {
-		return nil, errorf(ErrCorrupt, "null %s pointer", what)
+		return nil, errorf(omprt.ErrCorrupt, "null %s pointer", what)
 	}
 	v, err := s.rt.view(addr+l.teamT, l.teamExtent, what)
 	if err != nil {
@@ -72,11 +72,11 @@ func (s *stop) decodeTeam(addr uint64) *team {
 		return &team{addr: addr, err: err}
 	}
 	if tm.level < 0 || tm.level > maxLevel || tm.activeLevel < 0 || tm.activeLevel > tm.level {
-		tm.err = errorf(ErrCorrupt, "team %#x: level %d, active level %d", addr, tm.level, tm.activeLevel)
+		tm.err = errorf(omprt.ErrCorrupt, "team %#x: level %d, active level %d", addr, tm.level, tm.activeLevel)
 		return tm
 	}
 	if tm.nproc < 1 || int64(tm.nproc) > s.maxTeamSize() {
-		tm.err = errorf(ErrCorrupt, "team %#x: t_nproc %d (the thread table holds %d)", addr, tm.nproc, s.maxTeamSize())
+		tm.err = errorf(omprt.ErrCorrupt, "team %#x: t_nproc %d (the thread table holds %d)", addr, tm.nproc, s.maxTeamSize())
 		return tm
 	}
 	// Where the team's levels start depends on its parent. Anything that
@@ -87,9 +87,9 @@ func (s *stop) decodeTeam(addr uint64) *team {
 	case tm.parent == 0 && tm.level == 0:
 		// The initial thread's root team: the outermost region.
 	case tm.parent == 0:
-		tm.enclosingErr = errorf(ErrCorrupt, "team %#x at level %d has no parent team", addr, tm.level)
+		tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x at level %d has no parent team", addr, tm.level)
 	case tm.parent == addr:
-		tm.enclosingErr = errorf(ErrCorrupt, "team %#x is its own parent", addr)
+		tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x is its own parent", addr)
 	default:
 		p, err := s.teamFields(tm.parent, "parent team")
 		switch {
@@ -98,15 +98,15 @@ func (s *stop) decodeTeam(addr uint64) *team {
 		case p.level < 0 || p.level >= tm.level:
 			// Levels must fall going outwards; anything else is a
 			// cycle or corrupt memory, and would make a walk endless.
-			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at level %d: enclosing team %#x is at level %d", addr, tm.level, tm.parent, p.level)
+			tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x at level %d: enclosing team %#x is at level %d", addr, tm.level, tm.parent, p.level)
 		case tm.nproc > 1 && p.level != tm.level-1:
-			tm.enclosingErr = errorf(ErrCorrupt, "team %#x of %d threads at level %d: enclosing team %#x is at level %d (an active team stands for one level)", addr, tm.nproc, tm.level, tm.parent, p.level)
+			tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x of %d threads at level %d: enclosing team %#x is at level %d (an active team stands for one level)", addr, tm.nproc, tm.level, tm.parent, p.level)
 		case p.activeLevel < 0 || p.activeLevel > tm.activeLevel || tm.activeLevel-p.activeLevel > 1:
-			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at active level %d: enclosing team %#x is at active level %d", addr, tm.activeLevel, tm.parent, p.activeLevel)
+			tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x at active level %d: enclosing team %#x is at active level %d", addr, tm.activeLevel, tm.parent, p.activeLevel)
 		case tm.activeLevel > p.level+1:
 			// Every level the team stands for has its active level:
 			// the outermost of them, p.level+1, must not be below it.
-			tm.enclosingErr = errorf(ErrCorrupt, "team %#x at active level %d stands for levels from %d", addr, tm.activeLevel, p.level+1)
+			tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x at active level %d stands for levels from %d", addr, tm.activeLevel, p.level+1)
 		default:
 			tm.first, tm.parentLevel = p.level+1, p.level
 		}
@@ -143,7 +143,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 		return &regionRec{err: tm.err}
 	}
 	if r.Level < tm.first || r.Level > tm.level {
-		return &regionRec{err: errorf(ErrStaleHandle, "%v: team now stands for levels %d..%d", omprt.RegionName(r), tm.first, tm.level)}
+		return &regionRec{err: errorf(omprt.ErrStaleHandle, "%v: team now stands for levels %d..%d", omprt.RegionName(r), tm.first, tm.level)}
 	}
 	rec := &regionRec{tm: tm, j: tm.level - r.Level}
 	d := &rec.data
@@ -155,9 +155,9 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	}
 	switch {
 	case rec.j > 0:
-		d.FunctionErr = errorf(ErrUnavailable, "%v: the runtime keeps no function for an enclosing serialized level", omprt.RegionName(r))
+		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v: the runtime keeps no function for an enclosing serialized level", omprt.RegionName(r))
 	case tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes():
-		d.FunctionErr = errorf(ErrUnavailable, "%v has no entry function", omprt.RegionName(r))
+		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v has no entry function", omprt.RegionName(r))
 	default:
 		d.Function = rt.regionFunction(tm)
 	}
@@ -166,7 +166,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	} else if lwt, err := s.lwt(tm, rec.j); err != nil {
 		d.IDErr = err
 	} else if lwt == 0 {
-		d.IDErr = errorf(ErrNeedsStateTracking, "%v: serialized region data", omprt.RegionName(r))
+		d.IDErr = errorf(omprt.ErrNeedsStateTracking, "%v: serialized region data", omprt.RegionName(r))
 	} else {
 		d.ID, d.IDErr = rt.readUint(lwt+rt.l.lwParallelData.Off, rt.l.lwParallelData.Size, "lw taskteam parallel data")
 	}
@@ -176,7 +176,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	case tm.enclosingErr != nil:
 		d.EnclosingErr = tm.enclosingErr
 	case tm.parent == 0:
-		d.EnclosingErr = errorf(ErrUnavailable, "%v is the outermost region", omprt.RegionName(r))
+		d.EnclosingErr = errorf(omprt.ErrUnavailable, "%v is the outermost region", omprt.RegionName(r))
 	default:
 		d.Enclosing = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 	}
@@ -197,7 +197,7 @@ func (s *stop) lwt(tm *team, j int32) (uint64, error) {
 			return 0, err
 		}
 		if next == cur {
-			return 0, errorf(ErrCorrupt, "team %#x: lw taskteam %#x links to itself", tm.addr, cur)
+			return 0, errorf(omprt.ErrCorrupt, "team %#x: lw taskteam %#x links to itself", tm.addr, cur)
 		}
 		cur = next
 	}
@@ -221,17 +221,17 @@ func (rt *Runtime) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
 	}
 	size := rec.size()
 	if n < 0 || n >= int(size) {
-		return omprt.ThreadRef{}, errorf(ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+		return omprt.ThreadRef{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
 	}
 	if rec.tm.threads == 0 {
-		return omprt.ThreadRef{}, errorf(ErrCorrupt, "%v: team has no thread array", omprt.RegionName(r))
+		return omprt.ThreadRef{}, errorf(omprt.ErrCorrupt, "%v: team has no thread array", omprt.RegionName(r))
 	}
 	addr, err := rt.readPtr(rec.tm.threads+uint64(n)*uint64(rt.mem.PtrSize), "team thread array")
 	if err != nil {
 		return omprt.ThreadRef{}, err
 	}
 	if addr == 0 {
-		return omprt.ThreadRef{}, errorf(ErrUnavailable, "%v: thread %d not set", omprt.RegionName(r), n)
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "%v: thread %d not set", omprt.RegionName(r), n)
 	}
 	return s.threadAt(addr, omprt.RegionName(r))
 }
@@ -244,10 +244,10 @@ func (rt *Runtime) ImplicitTask(r omprt.Ref, n int) (omprt.Ref, error) {
 	}
 	size := rec.size()
 	if n < 0 || n >= int(size) {
-		return omprt.Ref{}, errorf(ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+		return omprt.Ref{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
 	}
 	if rec.tm.implicit == 0 {
-		return omprt.Ref{}, errorf(ErrCorrupt, "%v: team has no implicit tasks", omprt.RegionName(r))
+		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v: team has no implicit tasks", omprt.RegionName(r))
 	}
 	return omprt.Ref{Addr: rec.tm.implicit + uint64(n)*rt.l.taskdataSize, Level: r.Level}, nil
 }

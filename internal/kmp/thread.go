@@ -74,7 +74,7 @@ func (s *stop) osThreads() *osThreads {
 		o := &osThreads{}
 		ths, err := s.rt.t.Threads()
 		if err != nil {
-			o.err = wrapErr(ErrReadFailed, err, "listing target threads")
+			o.err = wrapErr(omprt.ErrReadFailed, err, "listing target threads")
 			return o, nil
 		}
 		o.lwpByPth = make(map[uint64]uint64, len(ths))
@@ -106,11 +106,11 @@ func (s *stop) readTable() (*threadTable, error) {
 		return nil, err
 	}
 	if capacity < 0 || capacity > maxThreadsCapacity {
-		return nil, errorf(ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
+		return nil, errorf(omprt.ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
 	}
 	tab, err := rt.sym("__kmp_threads")
 	if err != nil {
-		return nil, wrapErr(ErrIncompatible, err, "runtime variable __kmp_threads")
+		return nil, wrapErr(omprt.ErrIncompatible, err, "runtime variable __kmp_threads")
 	}
 	arr, err := rt.readPtr(tab, "__kmp_threads")
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *stop) readTable() (*threadTable, error) {
 		var info view
 		var ierr error
 		if _, dup := tt.byAddr[addr]; dup {
-			ierr = errorf(ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
+			ierr = errorf(omprt.ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
 		} else {
 			info, ierr = rt.view(addr, rt.l.thExtent, "kmp_info_t of a thread")
 			tt.byAddr[addr] = pos
@@ -181,9 +181,9 @@ func (tt *threadTable) position(r omprt.ThreadRef) (int32, error) {
 	pos, ok := tt.gtidPos(r.ID)
 	if !ok || tt.refs[pos].Addr != r.Addr {
 		if r.ID >= 0 && int64(r.ID) < tt.capacity && ok {
-			return 0, errorf(ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", omprt.ThreadName(r), r.ID, tt.refs[pos].Addr)
+			return 0, errorf(omprt.ErrStaleHandle, "%v: __kmp_threads[%d] is now %#x", omprt.ThreadName(r), r.ID, tt.refs[pos].Addr)
 		}
-		return 0, errorf(ErrStaleHandle, "%v: no longer in __kmp_threads", omprt.ThreadName(r))
+		return 0, errorf(omprt.ErrStaleHandle, "%v: no longer in __kmp_threads", omprt.ThreadName(r))
 	}
 	return pos, nil
 }
@@ -196,7 +196,7 @@ func (s *stop) threadAt(addr uint64, what omprt.RegionName) (omprt.ThreadRef, er
 	}
 	pos, ok := tt.byAddr[addr]
 	if !ok {
-		return omprt.ThreadRef{}, errorf(ErrCorrupt, "%v: thread %#x is not in __kmp_threads", what, addr)
+		return omprt.ThreadRef{}, errorf(omprt.ErrCorrupt, "%v: thread %#x is not in __kmp_threads", what, addr)
 	}
 	return tt.refs[pos], nil
 }
@@ -219,18 +219,18 @@ func (rt *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
 			return omprt.ThreadRef{}, o.err
 		}
 		if !o.knownLWPs[id] {
-			return omprt.ThreadRef{}, errorf(ErrBadInput, "no OS thread with LWP id %d in target", id)
+			return omprt.ThreadRef{}, errorf(omprt.ErrBadInput, "no OS thread with LWP id %d in target", id)
 		}
 		pthread = o.pthByLWP[id]
 		if pthread == 0 {
 			return s.threadByTLS(id)
 		}
 	default:
-		return omprt.ThreadRef{}, errorf(ErrUnsupported, "thread id kind %d", kind)
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnsupported, "thread id kind %d", kind)
 	}
 	pos, ok := tt.byPth[pthread]
 	if !ok {
-		return omprt.ThreadRef{}, errorf(ErrUnavailable, "OS thread %s is not an OpenMP thread", omprt.OSThreadName(kind, id))
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "OS thread %s is not an OpenMP thread", omprt.OSThreadName(kind, id))
 	}
 	return tt.refs[pos], nil
 }
@@ -242,9 +242,9 @@ func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
 	addr, err := rt.t.LookupThreadLocal(lwp, "__kmp_gtid")
 	if err != nil {
 		if errors.Is(err, target.ErrNoMemory) {
-			return omprt.ThreadRef{}, wrapErr(ErrUnavailable, err, "thread %d has no __kmp_gtid", lwp)
+			return omprt.ThreadRef{}, wrapErr(omprt.ErrUnavailable, err, "thread %d has no __kmp_gtid", lwp)
 		}
-		return omprt.ThreadRef{}, wrapErr(ErrReadFailed, err, "thread %d: __kmp_gtid", lwp)
+		return omprt.ThreadRef{}, wrapErr(omprt.ErrReadFailed, err, "thread %d: __kmp_gtid", lwp)
 	}
 	g, err := rt.readUint(addr, 4, "__kmp_gtid")
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
 	}
 	gtid := int32(g)
 	if gtid < 0 {
-		return omprt.ThreadRef{}, errorf(ErrUnavailable, "thread %d is not an OpenMP thread (__kmp_gtid %d)", lwp, gtid)
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "thread %d is not an OpenMP thread (__kmp_gtid %d)", lwp, gtid)
 	}
 	tt, err := s.table()
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
 	}
 	pos, ok := tt.gtidPos(gtid)
 	if !ok {
-		return omprt.ThreadRef{}, errorf(ErrUnavailable, "thread %d: __kmp_gtid %d not in __kmp_threads", lwp, gtid)
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "thread %d: __kmp_gtid %d not in __kmp_threads", lwp, gtid)
 	}
 	return tt.refs[pos], nil
 }
@@ -323,31 +323,31 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	} else if lwp, ok := o.lwpByPth[d.Pthread]; ok && d.Pthread != 0 {
 		d.LWP = lwp
 	} else {
-		d.LWPErr = errorf(ErrUnavailable, "%v: pthread %#x matches no OS thread of the target", omprt.ThreadName(r), d.Pthread)
+		d.LWPErr = errorf(omprt.ErrUnavailable, "%v: pthread %#x matches no OS thread of the target", omprt.ThreadName(r), d.Pthread)
 	}
 	d.Num = int(v.FI(l.thTid))
 	if on, err := s.stateTracking(); err != nil {
 		d.StateErr = err
 	} else if !on {
-		d.StateErr = errorf(ErrNeedsStateTracking, "%v: state", omprt.ThreadName(r))
+		d.StateErr = errorf(omprt.ErrNeedsStateTracking, "%v: state", omprt.ThreadName(r))
 	} else {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
 	// The innermost region: the thread's team, at its innermost level.
 	if team := v.F(l.thTeam); team == 0 {
-		d.RegionErr = errorf(ErrUnavailable, "%v is in no team (idle in the thread pool)", omprt.ThreadName(r))
+		d.RegionErr = errorf(omprt.ErrUnavailable, "%v is in no team (idle in the thread pool)", omprt.ThreadName(r))
 	} else if tm := s.team(team); tm.err != nil {
 		d.RegionErr = tm.err
 	} else {
 		d.Region = omprt.Ref{Addr: team, Level: tm.level}
 		// Thread numbers are bounded by the team's size.
 		if d.Num < 0 || d.Num >= int(tm.nproc) {
-			d.NumErr = errorf(ErrCorrupt, "%v: thread number %d in a team of %d", omprt.ThreadName(r), d.Num, tm.nproc)
+			d.NumErr = errorf(omprt.ErrCorrupt, "%v: thread number %d in a team of %d", omprt.ThreadName(r), d.Num, tm.nproc)
 			d.Num = 0
 		}
 	}
 	if td := v.F(l.thCurrentTask); td == 0 {
-		d.TaskErr = errorf(ErrUnavailable, "%v has no current task", omprt.ThreadName(r))
+		d.TaskErr = errorf(omprt.ErrUnavailable, "%v has no current task", omprt.ThreadName(r))
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}

@@ -2,8 +2,10 @@ package ompd_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -300,4 +302,50 @@ func TestBacktraceStrippedRuntime(t *testing.T) {
 		}
 	}
 	assert.Positive(t, waits)
+}
+
+// TestBacktraceConcurrent unwinds every thread from several goroutines at
+// once on a freshly opened core, whose call-frame information, line tables
+// and caches are all read on first use (run with -race): the same frames
+// as one at a time.
+func TestBacktraceConcurrent(t *testing.T) {
+	_, first := openCore(t, fixtures.Many, "8")
+	ths, err := first.Threads()
+	require.NoError(t, err)
+	want := map[int][]ompd.Frame{}
+	for _, th := range ths {
+		bt, err := th.Backtrace(context.Background())
+		require.NoError(t, err)
+		want[th.GTID()] = bt.Frames
+	}
+	_, as := openCore(t, fixtures.Many, "8")
+	threads, err := as.Threads()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(threads))
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, th := range threads {
+				bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+				if err != nil {
+					errs <- err
+					continue
+				}
+				n := 0
+				for _, f := range bt.Frames {
+					n += max(f.Folded, 1)
+				}
+				if n != len(want[th.GTID()]) {
+					errs <- fmt.Errorf("%v: %d frames, want %d", th, n, len(want[th.GTID()]))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -543,34 +543,32 @@ func (s *session) envBlock() string {
 	return strings.Join(lines, "\n")
 }
 
-// displayTruth checks our corrected display variables against the
-// program's OMP_DISPLAY_ENV output (icvs fixture) or its environment.
-// Variables the program shows nothing of are not checked.
+// displayTruth checks our display variables against what the runtime
+// printed for omp_display_env(1) at the stop (every fixture records it):
+// every printed variable must be there, and every one not marked stale
+// must agree.
 func (s *session) displayTruth(vars []ompd.ControlVar) *truth {
-	want := map[string]string{}
-	for k, v := range s.tr.Env {
-		want[k] = v
-	}
-	for _, line := range s.tr.Display {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "[host]"))
-		if name, val, ok := strings.Cut(line, "="); ok {
-			want[name] = strings.Trim(val, "'")
-		}
+	got := map[string]ompd.ControlVar{}
+	for _, v := range vars {
+		got[v.Name] = v
 	}
 	var bad []string
 	checked := 0
-	for _, v := range vars {
-		w, ok := want[v.Name]
-		if !v.Corrected || !ok {
-			continue
-		}
-		checked++
-		if !ompdtest.DisplayValueMatches(v.Name, w, v.Value, s.tr) {
-			bad = append(bad, fmt.Sprintf("%s=%s (program: %s)", v.Name, v.Value, w))
+	for name, printed := range ompdtest.DisplayLines(s.tr.Display) {
+		v, ok := got[name]
+		switch {
+		case !ok:
+			bad = append(bad, name+" missing")
+		case !v.Stale:
+			checked++
+			if !ompdtest.DisplayValueMatches(name, printed, v.Value, s.tr) {
+				bad = append(bad, fmt.Sprintf("%s=%s (printed: %s)", name, v.Value, printed))
+			}
 		}
 	}
-	return &truth{desc: fmt.Sprintf("the program's settings (%d corrected variables checked; wrong: %s)", checked, strings.Join(bad, ", ")),
-		ok: func(answer) bool { return len(bad) == 0 }}
+	slices.Sort(bad)
+	return &truth{desc: fmt.Sprintf("the runtime's omp_display_env output (%d variables checked; wrong: %s)", checked, strings.Join(bad, ", ")),
+		ok: func(answer) bool { return checked > 0 && len(bad) == 0 }}
 }
 
 // ---- ICVs ------------------------------------------------------------------
@@ -658,15 +656,30 @@ func (s *session) addressSpaceTruth(name string, str bool) *truth {
 		if s.tr.Env["OMP_DEBUG"] == "enabled" {
 			return val("OMP_DEBUG=enabled", "1")
 		}
-	case "stacksize-var":
-		if s.tr.Env["OMP_STACKSIZE"] == "256K" {
-			return val("OMP_STACKSIZE=256K", "262144")
+	}
+	// What the runtime printed for omp_display_env at the stop.
+	printed := ompdtest.DisplayLines(s.tr.Display)
+	onOff := func(v string, on ...string) string {
+		return boolVal(slices.ContainsFunc(on, func(o string) bool { return strings.EqualFold(o, v) }))
+	}
+	switch name {
+	case "display-affinity-var":
+		if v, ok := printed["OMP_DISPLAY_AFFINITY"]; ok {
+			return val("OMP_DISPLAY_AFFINITY as printed: "+v, onOff(v, "TRUE"))
+		}
+	case "tool-var":
+		if v, ok := printed["OMP_TOOL"]; ok {
+			return val("OMP_TOOL as printed: "+v, onOff(v, "enabled"))
 		}
 	}
 	if icv == nil {
 		return nil
 	}
 	switch name {
+	case "stacksize-var":
+		if icv.Stacksize >= 0 {
+			return val("kmp_get_stacksize_s()", strconv.FormatInt(icv.Stacksize, 10))
+		}
 	case "num-procs-var", "ompd-num-procs-var":
 		return val("omp_get_num_procs()", strconv.Itoa(icv.NumProcs))
 	case "cancel-var":

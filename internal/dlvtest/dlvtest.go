@@ -6,6 +6,7 @@ package dlvtest
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -69,6 +70,10 @@ func (s *Session) Truth(t *testing.T) *fixtures.Truth {
 	tr, err := fixtures.LoadTruth(s.TruthPath)
 	require.NoError(t, err)
 	require.NoError(t, tr.Validate())
+	// The display block the stopper printed before the stop.
+	stderr, err := os.ReadFile(filepath.Join(filepath.Dir(s.TruthPath), "stderr.txt"))
+	require.NoError(t, err)
+	tr.Display = fixtures.DisplayBlock(string(stderr))
 	return tr
 }
 

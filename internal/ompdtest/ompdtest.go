@@ -75,7 +75,7 @@ func check(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tracking 
 	if len(truth.Tasks) > 0 {
 		t.Run("tasks", func(t *testing.T) { checkTasks(t, as, truth, tracking) })
 	}
-	if truth.Fixture == fixtures.ICVs && tracking {
+	if tracking {
 		t.Run("display", func(t *testing.T) { checkDisplay(t, as, truth) })
 	}
 }
@@ -429,7 +429,7 @@ func checkDisplay(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 		got[v.Name] = v
 	}
 	require.NotEmpty(t, truth.Display)
-	printed := displayLines(truth.Display)
+	printed := DisplayLines(truth.Display)
 	require.Greater(t, len(printed), 50, "the runtime's display lines")
 	checked, stale := 0, 0
 	for name, val := range printed {
@@ -476,11 +476,11 @@ func DisplayValueMatches(name, printed, got string, truth *fixtures.Truth) bool 
 	return false
 }
 
-// displayLines parses what the runtime printed for OMP_DISPLAY_ENV=verbose
+// DisplayLines parses what the runtime printed for OMP_DISPLAY_ENV=verbose
 // ("  [host] NAME='value'", "  [host] NAME: value is not defined") into
 // values as the display control variables give them: quotes dropped,
 // "undefined" for an undefined one. _OPENMP is left out.
-func displayLines(lines []string) map[string]string {
+func DisplayLines(lines []string) map[string]string {
 	out := map[string]string{}
 	for _, line := range lines {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "[host] ")

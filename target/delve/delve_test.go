@@ -67,6 +67,9 @@ func (r *run) truth(t *testing.T) *fixtures.Truth {
 	tr, err := fixtures.LoadTruth(r.truthPath)
 	require.NoError(t, err)
 	require.NoError(t, tr.Validate())
+	stderr, err := os.ReadFile(r.stderr)
+	require.NoError(t, err)
+	tr.Display = fixtures.DisplayBlock(string(stderr)) // printed before the stop
 	return tr
 }
 

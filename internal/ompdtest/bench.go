@@ -55,7 +55,12 @@ func SnapshotOf(tb testing.TB, t target.Target) *ompd.Snapshot {
 // one untimed warm-up (the target's own caches, the OS page cache). It
 // reports cpu-ns/op, reads/op, read-bytes/op, threads and the Go
 // allocations.
-func BenchSnapshot(b *testing.B, t target.Target) {
+func BenchSnapshot(b *testing.B, t target.Target) { BenchSnapshotAfter(b, t, nil) }
+
+// BenchSnapshotAfter is BenchSnapshot calling before (unless nil) at the
+// start of every iteration, timed: a live target's Refresh, for instance,
+// which drops what the target cached of the stop.
+func BenchSnapshotAfter(b *testing.B, t target.Target, before func()) {
 	b.Helper()
 	Snapshot(b, t)
 	ct := &CountingTarget{Target: t}
@@ -63,6 +68,9 @@ func BenchSnapshot(b *testing.B, t target.Target) {
 	b.ReportAllocs()
 	cpu := CPUTime()
 	for b.Loop() {
+		if before != nil {
+			before()
+		}
 		threads = Snapshot(b, ct)
 	}
 	ReportCPU(b, cpu)

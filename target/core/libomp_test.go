@@ -114,3 +114,35 @@ func TestLibompCore(t *testing.T) {
 		assert.Equal(t, self, u64(info+selfOff), "ds_thread of thread %d", tid)
 	}
 }
+
+// TestGlibcThreads checks objfile's walk of glibc's thread lists (what
+// target/delve uses instead of every thread's registers) against the
+// registers the core recorded: every thread's struct pthread is its
+// fs_base.
+func TestGlibcThreads(t *testing.T) {
+	for _, n := range []string{"4", "64"} {
+		t.Run(n, func(t *testing.T) {
+			stop := fixtures.Core(t, "many", n)
+			c, err := Open(stop.Exe, stop.Core)
+			require.NoError(t, err)
+			defer c.Close()
+			list, err := c.set.GlibcThreads(c.mem, 1<<16)
+			require.NoError(t, err)
+			got := list.Threads
+			want := map[uint64]uint64{}
+			for _, th := range c.d.threads {
+				want[th.tid] = th.tp
+			}
+			assert.Equal(t, want, got)
+			assert.Len(t, got, len(stop.Truth.Threads))
+			for tid, pd := range got {
+				var b [4]byte
+				require.NoError(t, c.ReadMemory(b[:], pd+list.TIDOffset))
+				assert.EqualValues(t, tid, binary.LittleEndian.Uint32(b[:]))
+			}
+
+			_, err = c.set.GlibcThreads(c.mem, 2)
+			assert.ErrorContains(t, err, "more than 2 entries")
+		})
+	}
+}

@@ -38,7 +38,7 @@ type run struct {
 // newRun builds fixture name and prepares its environment: the fixture's
 // own (OMP_DEBUG=enabled, ...), a truth file and files for its output,
 // plus extra.
-func newRun(t *testing.T, name string, extra ...string) *run {
+func newRun(t testing.TB, name string, extra ...string) *run {
 	t.Helper()
 	fixtures.Runtime(t)
 	exe := fixtures.Build(t, name)
@@ -212,14 +212,14 @@ func zombie(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
 }
 
-// startHeld starts fixture r with OMPD_FIXTURE_HOLD=1 through os/exec and
-// waits until it sits in stopme. The caller must not call cmd.Wait while a
+// startHeld starts fixture r with OMPD_FIXTURE_HOLD=1 (and the program
+// arguments args) through os/exec and waits until it sits in stopme. The caller must not call cmd.Wait while a
 // debugger is attached: a wait for a traced child consumes the ptrace
 // stops the debugger waits for.
-func startHeld(t *testing.T, r *run) *exec.Cmd {
+func startHeld(t testing.TB, r *run, args ...string) *exec.Cmd {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
-	cmd := exec.Command(r.exe)
+	cmd := exec.Command(r.exe, args...)
 	cmd.Env = append(r.env, "OMPD_FIXTURE_HOLD=1", "OMPD_FIXTURE_READY="+ready)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -726,4 +726,47 @@ func TestLiveDeaths(t *testing.T) {
 		})
 		after(t, p, as, ErrDetached)
 	})
+}
+
+// TestThreadPointersAcrossStops checks the thread pointers Threads reports
+// (from glibc's thread lists: walked when the threads changed, confirmed
+// with one read when they did not) against every thread's registers, at
+// each thread start of the many fixture (the thread set grows from stop to
+// stop) and at its final stop, each time twice: after the resume, and
+// after a Refresh with the same threads.
+func TestThreadPointersAcrossStops(t *testing.T) {
+	r := newRun(t, fixtures.Many)
+	p := r.launch(t, "5")
+	ctx := testContext(t)
+	check := func(where string) {
+		t.Helper()
+		for pass := range 2 {
+			ths, err := p.Threads()
+			require.NoError(t, err)
+			for _, th := range ths {
+				dth, ok := p.dt.FindThread(int(th.ID))
+				require.True(t, ok, "%s: thread %d", where, th.ID)
+				regs, err := dth.Registers()
+				require.NoError(t, err)
+				assert.Equal(t, regs.TLS(), th.Pointer, "%s, pass %d: fs_base of thread %d", where, pass, th.ID)
+			}
+			p.mu.Lock()
+			assert.NotNil(t, p.glibc, "%s, pass %d: pointers from glibc's lists", where, pass)
+			p.mu.Unlock()
+			p.Refresh()
+		}
+	}
+	addr, err := p.LookupSymbol("ompd_bp_thread_begin")
+	require.NoError(t, err)
+	for i := range 4 {
+		_, err := p.RunTo(ctx, addr)
+		require.NoError(t, err)
+		check(fmt.Sprintf("thread start %d", i+1))
+	}
+	_, err = p.RunToFunction(ctx, "stopme")
+	require.NoError(t, err)
+	check("stopme")
+	ths, err := p.Threads()
+	require.NoError(t, err)
+	assert.Len(t, ths, len(r.truth(t).Threads))
 }

@@ -121,6 +121,7 @@ type stopInfo struct {
 	threads []int // OS thread ids, ascending
 	current int
 	cmdline string
+	hits    map[int]uint64 // breakpoint id -> total hit count
 }
 
 // Dial connects to the Delve server at addr (HOST:PORT of a
@@ -186,40 +187,16 @@ func (t *Target) Close() error {
 // sees the process stopped.
 //
 // Stops are told apart by the process id, the threads and their program
-// counters, the selected thread and the breakpoints' hit counts: a stop
-// that differs in none of these (an interrupt of a program whose threads
-// all wait in the same system calls as at the last stop) counts as the
-// same stop. Refresh drops the caches unconditionally.
+// counters, the selected thread, and the breakpoints' hit counts (one that
+// grew; breakpoints the user adds or removes do not count): a stop that
+// differs in none of these (an interrupt of a program whose threads all
+// wait in the same system calls as at the last stop) counts as the same
+// stop. Seeing the process running in between always counts. Refresh
+// drops the caches unconditionally.
 func (t *Target) Update(ctx context.Context) (changed bool, err error) {
-	var st rpc2.StateOut
-	err = t.c.call(ctx, true, "State", rpc2.StateIn{NonBlocking: true}, &st)
-	var now error
-	switch {
-	case errors.Is(err, ErrExited):
-		now = fmt.Errorf("delverpc: %w", err)
-	case err != nil:
+	info, now, err := t.observe(ctx)
+	if err != nil {
 		return false, err
-	}
-	s := st.State
-	if s == nil && now == nil {
-		return false, &ServerError{Method: "State", Msg: "no state in the answer"}
-	}
-	switch {
-	case now != nil:
-	case s.Exited:
-		now = fmt.Errorf("delverpc: process %d: %w (status %d)", s.Pid, ErrExited, s.ExitStatus)
-	case s.Running:
-		now = fmt.Errorf("delverpc: %w: stop it in the debugger, then update", ErrRunning)
-	case s.Recording || s.CoreDumping:
-		now = fmt.Errorf("delverpc: %w: the server is recording or dumping a core", ErrRunning)
-	}
-	var info stopInfo
-	if now == nil && s != nil {
-		var bps rpc2.ListBreakpointsOut
-		if err := t.c.call(ctx, false, "ListBreakpoints", rpc2.ListBreakpointsIn{}, &bps); err != nil {
-			return false, err
-		}
-		info = stopOf(s, bps.Breakpoints)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -227,17 +204,114 @@ func (t *Target) Update(ctx context.Context) (changed bool, err error) {
 		// Whatever runs now, what was cached belongs to the past.
 		wasStopped := t.err == nil
 		t.err = now
-		t.stop = stopInfo{}
+		t.stop = stopInfo{hits: t.stop.hits}
 		t.dropLocked()
 		return wasStopped, now
 	}
-	changed = t.err != nil || info.key != t.stop.key
+	changed = t.err != nil || info.key != t.stop.key || hitsGrew(t.stop.hits, info.hits)
 	t.err = nil
 	if changed {
 		t.stop = info
 		t.dropLocked()
+	} else {
+		t.stop.hits = info.hits // breakpoints added or removed meanwhile
 	}
 	return changed, nil
+}
+
+// maxObserve bounds the attempts at a consistent view of a stop.
+const maxObserve = 5
+
+// observe asks the server for its state and breakpoints. A process that
+// cannot be read gives now (ErrRunning, ErrExited); a failed request err.
+// The breakpoints are asked between two States that must agree: a stop
+// that came in between would mix two stops.
+func (t *Target) observe(ctx context.Context) (info stopInfo, now, err error) {
+	state := func() (*api.DebuggerState, error, error) {
+		var st rpc2.StateOut
+		err := t.c.call(ctx, true, "State", rpc2.StateIn{NonBlocking: true}, &st)
+		switch {
+		case errors.Is(err, ErrExited):
+			return nil, fmt.Errorf("delverpc: %w", err), nil
+		case err != nil:
+			return nil, nil, err
+		}
+		s := st.State
+		switch {
+		case s == nil:
+			return nil, nil, &ServerError{Method: "State", Msg: "no state in the answer"}
+		case s.Exited:
+			return nil, fmt.Errorf("delverpc: process %d: %w (status %d)", s.Pid, ErrExited, s.ExitStatus), nil
+		case s.Running:
+			return nil, fmt.Errorf("delverpc: %w: stop it in the debugger, then update", ErrRunning), nil
+		case s.Recording || s.CoreDumping:
+			return nil, fmt.Errorf("delverpc: %w: the server is recording or dumping a core", ErrRunning), nil
+		}
+		return s, nil, nil
+	}
+	s1, now, err := state()
+	for i := 0; ; i++ {
+		if now != nil || err != nil {
+			return stopInfo{}, now, err
+		}
+		var bps rpc2.ListBreakpointsOut
+		if err := t.c.call(ctx, false, "ListBreakpoints", rpc2.ListBreakpointsIn{}, &bps); err != nil {
+			return stopInfo{}, nil, err
+		}
+		var s2 *api.DebuggerState
+		s2, now, err = state()
+		if now == nil && err == nil && (stopOf(s1, nil).key == stopOf(s2, nil).key || i == maxObserve) {
+			return stopOf(s2, bps.Breakpoints), nil, nil
+		}
+		s1 = s2
+	}
+}
+
+// hitsGrew reports whether a breakpoint was hit since before: a count
+// grew, or a breakpoint not seen before has hits.
+func hitsGrew(before, after map[int]uint64) bool {
+	for id, n := range after {
+		if n > before[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultPoll is how often WaitStop asks the server for its state unless
+// told otherwise.
+const DefaultPoll = 200 * time.Millisecond
+
+// WaitStop waits until the process stops at a new stop (Update reports a
+// change with no error), asking the server every poll (DefaultPoll if
+// poll <= 0), and returns nil then; or until ctx ends, or the process
+// exits (ErrExited) or the connection fails. While the process runs it
+// keeps waiting. It lets a tool follow the user's stops:
+//
+//	for t.WaitStop(ctx, 0) == nil {
+//		as.Refresh()
+//		... show the new stop ...
+//	}
+func (t *Target) WaitStop(ctx context.Context, poll time.Duration) error {
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		changed, err := t.Update(ctx)
+		switch {
+		case err == nil && changed:
+			return nil
+		case err != nil && !errors.Is(err, ErrRunning):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // stopOf summarizes a stop.
@@ -255,10 +329,11 @@ func stopOf(s *api.DebuggerState, bps []*api.Breakpoint) stopInfo {
 		info.current = s.CurrentThread.ID
 		fmt.Fprintf(&b, "current %d;", s.CurrentThread.ID)
 	}
-	for _, bp := range bps {
-		fmt.Fprintf(&b, "bp %d:%d;", bp.ID, bp.TotalHitCount)
-	}
 	info.key = b.String()
+	info.hits = make(map[int]uint64, len(bps))
+	for _, bp := range bps {
+		info.hits[bp.ID] = bp.TotalHitCount
+	}
 	return info
 }
 

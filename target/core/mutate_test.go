@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
@@ -28,7 +29,9 @@ import (
 // real cores (truncations; bytes of the ELF header, the program headers,
 // the notes, the NT_FILE list; and bytes of the runtime memory that the
 // library reads: the OMPD tables and other runtime globals, the
-// __kmp_threads table, kmp_info_t, teams, tasks), each one opened and
+// __kmp_threads table, kmp_info_t, teams, tasks) and of copies of their
+// executable and runtime library (headers, symbol tables, notes, DWARF,
+// unwind tables), each one opened and
 // walked through the whole API. For every mutation: no panic, every call
 // returns within mutationDeadline, allocation stays under mutationAllocs,
 // every error matches one of the package's sentinels, and every answer
@@ -140,6 +143,19 @@ type mutator struct {
 	header   []span                 // ELF header, program headers, notes, NT_FILE
 	pointers []uint64               // addresses worth pointing at
 	fields   map[string][][2]uint64 // kind -> fields (offset, size) read
+	// Private copies of the executable and the runtime library, which
+	// object mutations change in place (and restore), and where their
+	// parts are.
+	objFiles []objFile
+	libName  string // the runtime library as the core names it
+}
+
+// objFile is a copy of an object file of the core and its parts.
+type objFile struct {
+	kind  string // "executable file" or "runtime library file"
+	path  string
+	data  []byte
+	parts []span
 }
 
 // newMutator opens the fixture's core, walks it once through a recorder,
@@ -261,6 +277,36 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 	sort.Slice(m.pointers, func(i, j int) bool { return m.pointers[i] < m.pointers[j] })
 	require.Len(t, m.kinds, 6, "kinds of runtime memory found in the core: %v", m.kinds)
 
+	// Copies of the executable and of the runtime library for the
+	// object mutations.
+	for _, o := range c.Objects() {
+		if strings.HasPrefix(filepath.Base(o.Name), "libomp.so") {
+			m.libName = o.Name
+		}
+	}
+	require.NotEmpty(t, m.libName)
+	dir := t.TempDir()
+	for _, f := range []struct{ kind, src string }{{"executable file", stop.Exe}, {"runtime library file", stop.Runtime.LibOMP}} {
+		b, err := os.ReadFile(f.src)
+		require.NoError(t, err)
+		of := objFile{kind: f.kind, path: filepath.Join(dir, filepath.Base(f.src)), data: b}
+		require.NoError(t, os.WriteFile(of.path, b, 0o644))
+		ef, err := elf.Open(f.src)
+		require.NoError(t, err)
+		le := binary.LittleEndian
+		of.parts = append(of.parts, span{off: 0, size: 64},
+			span{off: int64(le.Uint64(b[32:])), size: int64(le.Uint16(b[54:])) * int64(le.Uint16(b[56:]))},
+			span{off: int64(le.Uint64(b[40:])), size: int64(le.Uint16(b[58:])) * int64(le.Uint16(b[60:]))})
+		for _, name := range []string{".note.gnu.build-id", ".dynsym", ".dynstr", ".symtab", ".strtab", ".dynamic", ".gnu.hash", ".gnu_debuglink",
+			".debug_info", ".debug_abbrev", ".debug_str", ".debug_line", ".eh_frame", ".eh_frame_hdr", ".tdata", ".tbss"} {
+			if sec := ef.Section(name); sec != nil && sec.Type != elf.SHT_NOBITS && sec.Size > 0 {
+				of.parts = append(of.parts, span{off: int64(sec.Offset), size: int64(sec.Size)})
+			}
+		}
+		ef.Close()
+		m.objFiles = append(m.objFiles, of)
+	}
+
 	// Headers: the ELF header, the program headers, each PT_NOTE and
 	// the NT_FILE note's descriptor.
 	le := binary.LittleEndian
@@ -303,6 +349,7 @@ type mutation struct {
 	full  bool // headers changed: open everything again
 	size  int64
 	patch []patch
+	obj   *objFile // patch applies to this file, not to the core
 }
 
 func (mu *mutation) String() string {
@@ -320,6 +367,15 @@ func (m *mutator) make(id mutationID) *mutation {
 	rng := rand.New(rand.NewPCG(id.seed^h.Sum64(), uint64(id.index)))
 	mu := &mutation{id: id, size: int64(len(m.data))}
 	pick := func(s []span) span { return s[rng.IntN(len(s))] }
+	if id.index%50 == 49 {
+		// One in 50 (each costs as much as 20 others): the executable
+		// or the runtime library file; the other indices keep the
+		// mutations they always meant.
+		of := &m.objFiles[rng.IntN(len(m.objFiles))]
+		mu.kind, mu.full, mu.obj = of.kind, true, of
+		m.corruptIn(rng, mu, pick(of.parts), of.data)
+		return mu
+	}
 	switch r := rng.IntN(100); {
 	case r < 6: // truncation
 		mu.kind, mu.full = "truncation", true
@@ -365,6 +421,11 @@ func (m *mutator) make(id mutationID) *mutation {
 // bytes, an interesting value or a pointer to other runtime memory, at an
 // aligned or random place.
 func (m *mutator) corrupt(rng *rand.Rand, mu *mutation, s span) {
+	m.corruptIn(rng, mu, s, m.data)
+}
+
+// corruptIn is corrupt for a span of data.
+func (m *mutator) corruptIn(rng *rand.Rand, mu *mutation, s span, data []byte) {
 	width := []int64{1, 2, 4, 8}[rng.IntN(4)]
 	if s.size <= 8 {
 		width = s.size // a field: all of it
@@ -375,7 +436,7 @@ func (m *mutator) corrupt(rng *rand.Rand, mu *mutation, s span) {
 		off = s.off + (off-s.off)&^(width-1)
 	}
 	b := make([]byte, width)
-	copy(b, m.data[off:])
+	copy(b, data[off:])
 	var how string
 	switch rng.IntN(4) {
 	case 0:
@@ -412,16 +473,33 @@ func (m *mutator) corrupt(rng *rand.Rand, mu *mutation, s span) {
 // nothing did.
 func (m *mutator) run(mu *mutation) []string {
 	ov := &overlay{base: m.data, size: mu.size, patches: mu.patch}
+	cfg := &config{}
+	cfg.files.AddMap(map[string]string{m.libName: m.objFiles[1].path})
+	exe := m.objFiles[0].path
+	if mu.obj != nil {
+		// The file is changed in place for this run, then restored.
+		ov.patches = nil
+		f, err := os.OpenFile(mu.obj.path, os.O_WRONLY, 0)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		defer f.Close()
+		for _, p := range mu.patch {
+			if _, err := f.WriteAt(p.data, p.off); err != nil {
+				return []string{err.Error()}
+			}
+			defer f.WriteAt(mu.obj.data[p.off:p.off+int64(len(p.data))], p.off)
+		}
+	}
 	var c *Core
 	if mu.full {
-		cfg := &config{}
 		var err error
 		c, err = newCore(ov, mu.size, cfg)
 		if err != nil {
 			return nil // refused: the error is the answer
 		}
 		defer c.Close()
-		if err := c.loadObjects(cfg, m.exe); err != nil {
+		if err := c.loadObjects(cfg, exe); err != nil {
 			return nil
 		}
 	} else {

@@ -42,8 +42,9 @@ type layout struct {
 	taskRoutine                                                                                                    field // in kmp_task_t, which follows kmp_taskdata_t
 
 	// task flag masks: the memory image of kmp_tasking_flags_t with only
-	// that bit set.
-	flagFinal, flagTiedness, flagTasktype, flagTaskSerial, flagTaskingSer, flagTeamSerial, flagStarted, flagExecuting, flagComplete, flagFreed, flagNative []byte
+	// that bit set. Only the flags read are looked up: a runtime whose
+	// other flags moved or vanished reads as well.
+	flagFinal, flagTiedness, flagTasktype, flagTaskSerial, flagFreed []byte
 
 	// ompt_lw_taskteam_t
 	lwParallelData, lwTaskData, lwSchedParent, lwExitFrame, lwEnterFrame, lwExitFlags, lwEnterFlags, lwParent field
@@ -227,9 +228,7 @@ func readLayout(r layoutReader, ptr uint64) (*layout, error) {
 		name string
 	}{
 		{&l.flagFinal, "final"}, {&l.flagTiedness, "tiedness"}, {&l.flagTasktype, "tasktype"},
-		{&l.flagTaskSerial, "task_serial"}, {&l.flagTaskingSer, "tasking_ser"}, {&l.flagTeamSerial, "team_serial"},
-		{&l.flagStarted, "started"}, {&l.flagExecuting, "executing"}, {&l.flagComplete, "complete"},
-		{&l.flagFreed, "freed"}, {&l.flagNative, "native"},
+		{&l.flagTaskSerial, "task_serial"}, {&l.flagFreed, "freed"},
 	} {
 		*m.dst = r.mask("kmp_tasking_flags_t", m.name)
 	}

@@ -240,12 +240,16 @@ func TestFakeNum(t *testing.T) {
 	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
 		_, as := fakeOpenNested(t, cfg)
 		ths := fakeThreads(t, as)
-		// 0: Outer tid 0; 1: Inner tid 0; 2: its serial team; 3: Outer tid 3; 4: never in a team.
-		for g, want := range []int{0, 0, 0, 3, 0} {
+		// 0: Outer tid 0; 1: Inner tid 0; 2: its serial team; 3: Outer tid 3.
+		for g, want := range []int{0, 0, 0, 3} {
 			n, err := ths[g].Num()
 			require.NoError(t, err)
 			assert.Equal(t, want, n, "thread %d", g)
 		}
+		// 4: never in a team: it has no number (its ds_tid is stale).
+		_, err := ths[4].Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "in no team")
 	})
 }
 
@@ -2125,5 +2129,45 @@ func TestFakeConcurrent(t *testing.T) {
 		for g, got := range results {
 			assert.Equal(t, want, got, "goroutine %d", g)
 		}
+	})
+}
+
+// TestFakeNotFullyStarted: a thread the runtime registered but has not
+// finished starting (no pthread id yet) and a runtime that has not counted
+// the processors yet answer ErrUnavailable saying why, not zeros. A real
+// runtime cannot be stopped at that moment deterministically.
+func TestFakeNotFullyStarted(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s, as := fakeOpenNested(t, cfg)
+		var starting *fakeruntime.Thread
+		for _, th := range s.Threads {
+			if th.GTID == 4 {
+				starting = th
+			}
+		}
+		require.NotNil(t, starting)
+		starting.SetPthread(0)
+		s.RT.SetGlobal("__kmp_avail_proc", 0)
+		as.Refresh()
+		ths := fakeThreads(t, as)
+		_, err := ths[4].OSThread(ompd.PthreadID)
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "starting")
+		_, err = ths[4].Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		_, err = as.NumProcs()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		_, err = as.ICV(ompd.ICVNumProcsVar)
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		n := 0
+		for _, ts := range snap.Threads {
+			if ts.Starting {
+				n++
+				assert.Equal(t, 4, ts.GTID)
+			}
+		}
+		assert.Equal(t, 1, n, "one thread starting")
 	})
 }

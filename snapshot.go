@@ -38,8 +38,15 @@ type ThreadSnapshot struct {
 	LWP     uint64 `json:"lwp,omitempty"`
 	Pthread uint64 `json:"pthread"`
 	Num     int    `json:"thread_num"`
-	State   string `json:"state,omitempty"`
-	WaitID  uint64 `json:"wait_id,omitempty"`
+	// Starting tells that the runtime is still starting the thread: it
+	// has not recorded its pthread id yet.
+	Starting bool `json:"starting,omitempty"`
+	// TeamNum and NumTeams place the thread in a host teams league
+	// (omp_get_team_num, omp_get_num_teams); zero outside any.
+	TeamNum  int    `json:"team_num,omitempty"`
+	NumTeams int    `json:"num_teams,omitempty"`
+	State    string `json:"state,omitempty"`
+	WaitID   uint64 `json:"wait_id,omitempty"`
 	// StateInferred says State was inferred (from the thread's stack,
 	// for libgomp), not recorded by the runtime.
 	StateInferred bool               `json:"state_inferred,omitempty"`
@@ -227,8 +234,17 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 		return ts
 	}
 	ts.Pthread, ts.LWP = d.Pthread, d.LWP
+	ts.Starting = d.PthreadErr != nil
 	ts.Num = d.Num
 	sn.note(ts.ID, "thread num", d.NumErr)
+	if d.LeagueErr != nil {
+		// A broken team chain is reported by the region walk below.
+		if !errors.Is(d.LeagueErr, ErrCorrupt) {
+			sn.note(ts.ID, "teams league", d.LeagueErr)
+		}
+	} else if d.NumTeams > 1 {
+		ts.TeamNum, ts.NumTeams = d.TeamNum, d.NumTeams
+	}
 	if sn.tracking || d.StateInferred || sn.inferring {
 		sn.note(ts.ID, "state", d.StateErr)
 		if d.StateErr == nil {

@@ -149,7 +149,9 @@ func (t Thread) StateInferred() (bool, error) {
 }
 
 // Num returns the thread's number in the team of its innermost parallel
-// region (ompd_get_thread_num; omp_get_thread_num in the thread).
+// region (ompd_get_thread_num; omp_get_thread_num in the thread). A thread
+// in no team (idle in the thread pool or in a hot team whose region ended,
+// or not started) has none: ErrUnavailable, saying which.
 func (t Thread) Num() (int, error) {
 	d, err := t.data()
 	if err != nil {
@@ -171,7 +173,8 @@ func (t Thread) InParallel() (bool, error) {
 
 // OSThread returns the thread's OS thread id of the given kind
 // (ompd_get_thread_id): the pthread_t, or the kernel's LWP id (found by
-// matching the pthread id with the target's threads).
+// matching the pthread id with the target's threads). A thread the runtime
+// is still starting has no pthread id recorded yet: ErrUnavailable.
 func (t Thread) OSThread(kind ThreadIDKind) (uint64, error) {
 	d, err := t.data()
 	if err != nil {
@@ -179,11 +182,38 @@ func (t Thread) OSThread(kind ThreadIDKind) (uint64, error) {
 	}
 	switch kind {
 	case PthreadID:
-		return d.Pthread, nil
+		return d.Pthread, d.PthreadErr
 	case LWPID:
 		return d.LWP, d.LWPErr
 	}
 	return 0, errorf(ErrUnsupported, "thread id kind %v", kind)
+}
+
+// TeamNum returns the number of the thread's team in a host teams league
+// (omp_get_team_num in the thread): 0 outside any league.
+func (t Thread) TeamNum() (int, error) {
+	d, err := t.league()
+	return d.TeamNum, err
+}
+
+// NumTeams returns the number of teams of the host teams league the thread
+// is in (omp_get_num_teams in the thread): 1 outside any league.
+func (t Thread) NumTeams() (int, error) {
+	d, err := t.league()
+	return d.NumTeams, err
+}
+
+func (t Thread) league() (*omprt.ThreadData, error) {
+	d, err := t.data()
+	switch {
+	case err != nil:
+		return &omprt.ThreadData{}, err
+	case d.LeagueErr != nil:
+		return &omprt.ThreadData{}, d.LeagueErr
+	case d.NumTeams == 0:
+		return &omprt.ThreadData{}, errorf(ErrUnsupported, "%v: this runtime's teams leagues are not decoded", t)
+	}
+	return d, nil
 }
 
 // CurrentParallel returns the innermost parallel region the thread is in

@@ -151,12 +151,25 @@ func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
 		if t.WaitID != 0 {
 			state += fmt.Sprintf(" (wait id %#x)", t.WaitID)
 		}
+		if t.Starting {
+			state = "starting"
+		}
+		if t.NumTeams > 1 {
+			state += fmt.Sprintf("  (team %d of %d)", t.TeamNum, t.NumTeams)
+		}
 		fmt.Fprintf(w, "  gtid %-4d lwp %-8d thread_num %-4d %s\n", t.GTID, t.LWP, t.Num, state)
 	}
 }
 
 func printThread(w io.Writer, t ompd.ThreadSnapshot) {
-	fmt.Fprintf(w, "\nThread gtid %d (lwp %d, pthread %#x):\n", t.GTID, t.LWP, t.Pthread)
+	if t.Starting {
+		fmt.Fprintf(w, "\nThread gtid %d (starting: no pthread id yet):\n", t.GTID)
+	} else {
+		fmt.Fprintf(w, "\nThread gtid %d (lwp %d, pthread %#x):\n", t.GTID, t.LWP, t.Pthread)
+	}
+	if t.NumTeams > 1 {
+		fmt.Fprintf(w, "  team %d of a league of %d host teams\n", t.TeamNum, t.NumTeams)
+	}
 	fmt.Fprintf(w, "  parallel regions, innermost first:\n")
 	for _, p := range t.Parallel {
 		fn := "-"

@@ -99,7 +99,8 @@ func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
 	case omprt.ICVToolVar:
 		return intValue(rt.global("__kmp_tool", 4, true))
 	case omprt.ICVNumProcsVar, omprt.ICVOMPDNumProcsVar:
-		return intValue(rt.global("__kmp_avail_proc", 4, true))
+		n, err := rt.NumProcs()
+		return intValue(int64(n), err)
 	case omprt.ICVAffinityFormatVar:
 		return str("__kmp_affinity_format")
 	case omprt.ICVToolLibrariesVar:

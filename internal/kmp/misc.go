@@ -18,9 +18,13 @@ func (rt *Runtime) OpenMPVersion() (int, error) {
 	return int(v), err
 }
 
-// NumProcs returns __kmp_avail_proc.
+// NumProcs returns __kmp_avail_proc, which the runtime sets when it
+// initializes its affinity: before that (0) there is no count yet.
 func (rt *Runtime) NumProcs() (int, error) {
 	v, err := rt.global("__kmp_avail_proc", 4, true)
+	if err == nil && v <= 0 {
+		return 0, errorf(omprt.ErrUnavailable, "the runtime has not counted the processors yet (__kmp_avail_proc %d)", v)
+	}
 	return int(v), err
 }
 

@@ -23,6 +23,13 @@ type team struct {
 	enclosingErr error
 
 	pkfn, threads, implicit, parallelID, serialInfo uint64
+	masterTid                                       int32
+
+	// league tells that the team is the league of a host teams construct
+	// (its outlined function is __kmp_teams_master, its nproc the number
+	// of teams): not a parallel region, but the level each team's
+	// initial thread starts from.
+	league bool
 }
 
 // depth is the number of nesting levels the team stands for.
@@ -54,7 +61,19 @@ func (s *stop) teamFields(addr uint64, what string) (*team, error) {
 		implicit:    v.F(l.tImplicitTask),
 		parallelID:  v.F(l.tParallelData),
 		serialInfo:  v.F(l.tSerialInfo),
+		masterTid:   int32(v.FI(l.tMasterTid)),
 	}, nil
+}
+
+// teamsMaster returns the address of __kmp_teams_master, the function the
+// runtime runs as the outlined function of a host teams league, or 0 if
+// the runtime's symbols do not name it.
+func (rt *Runtime) teamsMaster() uint64 {
+	a, err := rt.sym("__kmp_teams_master")
+	if err != nil {
+		return 0
+	}
+	return a
 }
 
 // maxTeamSize bounds t_nproc by the thread table: a team's threads are
@@ -83,6 +102,14 @@ func (s *stop) decodeTeam(addr uint64) *team {
 	// breaks the invariants between the two cuts the walk here: the team
 	// then stands for its own level only.
 	tm.first = tm.level
+	if tm.pkfn != 0 && tm.pkfn == s.rt.teamsMaster() {
+		// A host teams league sits at the level of the teams construct,
+		// the same as its parent's: each team's initial thread starts
+		// there, and nothing encloses it (omp_get_team_size(0) is 1 in
+		// every team, omp_get_level() counts only the parallel regions).
+		tm.league = true
+		return tm
+	}
 	switch {
 	case tm.parent == 0 && tm.level == 0:
 		// The initial thread's root team: the outermost region.
@@ -153,6 +180,15 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	if rec.j > 0 {
 		d.TeamSize = 1
 	}
+	if tm.league {
+		// Seen from inside a team of the league: the team's initial
+		// implicit region, one thread, the outermost.
+		d.TeamSize = 1
+		d.ID = tm.parallelID
+		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v: the level a team of a league of %d host teams starts from runs the teams region's function, which the runtime keeps per thread", omprt.RegionName(r), tm.nproc)
+		d.EnclosingErr = errorf(omprt.ErrUnavailable, "%v is the outermost region of its team (a league of %d host teams)", omprt.RegionName(r), tm.nproc)
+		return rec
+	}
 	switch {
 	case rec.j > 0:
 		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v: the runtime keeps no function for an enclosing serialized level", omprt.RegionName(r))
@@ -206,7 +242,7 @@ func (s *stop) lwt(tm *team, j int32) (uint64, error) {
 
 // teamSize is the number of threads of region r's team at its level.
 func (rec *regionRec) size() int32 {
-	if rec.j > 0 {
+	if rec.j > 0 || rec.tm.league {
 		return 1
 	}
 	return rec.tm.nproc
@@ -222,6 +258,9 @@ func (rt *Runtime) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
 	size := rec.size()
 	if n < 0 || n >= int(size) {
 		return omprt.ThreadRef{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+	}
+	if rec.tm.league {
+		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "%v: each team of the league of %d host teams has its own initial thread at this level", omprt.RegionName(r), rec.tm.nproc)
 	}
 	if rec.tm.threads == 0 {
 		return omprt.ThreadRef{}, errorf(omprt.ErrCorrupt, "%v: team has no thread array", omprt.RegionName(r))

@@ -318,6 +318,9 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	}
 	v := tt.infos[pos]
 	d.Pthread = v.F(l.thThread)
+	if d.Pthread == 0 {
+		d.PthreadErr = errorf(omprt.ErrUnavailable, "%v is starting: the runtime has not recorded its pthread id yet", omprt.ThreadName(r))
+	}
 	if o := s.osThreads(); o.err != nil {
 		d.LWPErr = o.err
 	} else if lwp, ok := o.lwpByPth[d.Pthread]; ok && d.Pthread != 0 {
@@ -334,25 +337,117 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
 	// The innermost region: the thread's team, at its innermost level.
-	if team := v.F(l.thTeam); team == 0 {
+	team := v.F(l.thTeam)
+	idle := false
+	if team == 0 {
 		d.RegionErr = errorf(omprt.ErrUnavailable, "%v is in no team (idle in the thread pool)", omprt.ThreadName(r))
+		d.NumErr = errorf(omprt.ErrUnavailable, "%v is in no team (idle in the thread pool, or not started)", omprt.ThreadName(r))
+		d.Num = 0
 	} else if tm := s.team(team); tm.err != nil {
 		d.RegionErr = tm.err
+	} else if idle = s.idleWorker(tt, tm, d.Num); idle {
+		// A worker kept in a hot team whose region ended: it is in no
+		// active region, like its primary thread, until the next fork.
+		name := omprt.ThreadName(r)
+		d.NumErr = errorf(omprt.ErrUnavailable, "%v is idle in the hot team %#x, waiting for its next parallel region", name, team)
+		d.Num = 0
+		d.TaskErr = errorf(omprt.ErrUnavailable, "%v is idle in the hot team %#x: no current task until its next parallel region", name, team)
+		switch {
+		case tm.enclosingErr != nil:
+			d.RegionErr = tm.enclosingErr
+		case tm.parent == 0:
+			d.RegionErr = errorf(omprt.ErrUnavailable, "%v is idle in the hot team %#x, which has no enclosing region", name, team)
+		default:
+			d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
+		}
 	} else {
 		d.Region = omprt.Ref{Addr: team, Level: tm.level}
+		if tm.league {
+			// In a teams region outside any parallel region: the
+			// initial thread of its team (ds_tid is its team number).
+			d.Num = 0
+		}
 		// Thread numbers are bounded by the team's size.
 		if d.Num < 0 || d.Num >= int(tm.nproc) {
 			d.NumErr = errorf(omprt.ErrCorrupt, "%v: thread number %d in a team of %d", omprt.ThreadName(r), d.Num, tm.nproc)
 			d.Num = 0
 		}
 	}
-	if td := v.F(l.thCurrentTask); td == 0 {
+	if td := v.F(l.thCurrentTask); idle {
+		// TaskErr says why, above.
+	} else if td == 0 {
 		d.TaskErr = errorf(omprt.ErrUnavailable, "%v has no current task", omprt.ThreadName(r))
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}
+	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
 	if d.TaskErr == nil {
 		rec.task = s.taskRec(d.Task)
 	}
 	return rec
+}
+
+// idleWorker reports whether the thread with number num of team tm is a
+// worker kept in a hot team after its region ended: the team's primary
+// thread is no longer in the team nor in any team nested in it.
+func (s *stop) idleWorker(tt *threadTable, tm *team, num int) bool {
+	if num <= 0 || tm.nproc <= 1 || tm.league || tm.threads == 0 {
+		return false
+	}
+	primary, err := s.rt.readPtr(tm.threads, "team thread array")
+	if err != nil {
+		return false
+	}
+	ppos, ok := tt.byAddr[primary]
+	if !ok || tt.errs[ppos] != nil {
+		return false
+	}
+	cur := tt.infos[ppos].F(s.rt.l.thTeam)
+	for i := 0; cur != 0 && i <= maxLevel+1; i++ {
+		if cur == tm.addr {
+			return false
+		}
+		c := s.team(cur)
+		if c.err != nil || c.enclosingErr != nil {
+			return false // cannot tell: not idle
+		}
+		cur = c.parent
+	}
+	return true
+}
+
+// league returns the team number and the number of teams of a thread in
+// the given team whose own number there is tid, as omp_get_team_num and
+// omp_get_num_teams answer them (__kmp_aux_get_team_info): the league is
+// the nearest enclosing team that is one, the team number the thread
+// number of the thread's team's primary in it; 0 and 1 outside leagues.
+func (s *stop) league(teamAddr uint64, tid int) (int, int, error) {
+	if teamAddr == 0 {
+		return 0, 1, nil
+	}
+	var child *team
+	cur := teamAddr
+	for i := 0; i <= maxLevel+1; i++ {
+		tm := s.team(cur)
+		if tm.err != nil {
+			return 0, 0, tm.err
+		}
+		if tm.league {
+			if child == nil {
+				return tid, int(tm.nproc), nil
+			}
+			if child.masterTid < 0 || child.masterTid >= tm.nproc {
+				return 0, 0, errorf(omprt.ErrCorrupt, "team %#x: primary's number %d in a league of %d teams", child.addr, child.masterTid, tm.nproc)
+			}
+			return int(child.masterTid), int(tm.nproc), nil
+		}
+		if tm.parent == 0 {
+			return 0, 1, nil
+		}
+		if tm.enclosingErr != nil {
+			return 0, 0, tm.enclosingErr
+		}
+		child, cur = tm, tm.parent
+	}
+	return 0, 0, errorf(omprt.ErrCorrupt, "team %#x: more than %d enclosing teams", teamAddr, maxLevel)
 }

@@ -124,9 +124,10 @@ type ThreadData struct {
 	// every other field is then zero.
 	Err error
 
-	Pthread uint64 // pthread_t, 0 if unknown
-	LWP     uint64 // kernel thread id, 0 if unknown
-	LWPErr  error  // why LWP is unknown
+	Pthread    uint64 // pthread_t, 0 if unknown
+	PthreadErr error  // why Pthread is unknown (a thread still starting)
+	LWP        uint64 // kernel thread id, 0 if unknown
+	LWPErr     error  // why LWP is unknown
 
 	Num    int // thread number in the innermost team
 	NumErr error
@@ -140,6 +141,13 @@ type ThreadData struct {
 	RegionErr error
 	Task      Ref // current task; zero with TaskErr set when none
 	TaskErr   error
+
+	// TeamNum and NumTeams place the thread in a host teams league, as
+	// omp_get_team_num and omp_get_num_teams do: 0 and 1 outside any.
+	// NumTeams 0 with LeagueErr nil means the runtime package does not
+	// decode leagues.
+	TeamNum, NumTeams int
+	LeagueErr         error
 }
 
 // RegionData is one nesting level of parallel regions decoded at one stop.

@@ -1,0 +1,138 @@
+package ompd_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// openStop opens the core of a fixture's stop.
+func openStop(t *testing.T, stop *fixtures.Stop) *ompd.AddressSpace {
+	t.Helper()
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	t.Cleanup(func() { as.Close() })
+	return as
+}
+
+// TestHostTeams reads a host teams league (2 teams of 2 threads) and
+// compares each thread with what it recorded: its team number and the
+// league's size, its thread number, and its region nest with the team sizes
+// omp_get_team_size gives (the league is no region: level 0 is each team's
+// initial region of one thread, and nothing encloses it).
+func TestHostTeams(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.Teams)
+	as := openStop(t, stop)
+	for i := range stop.Truth.Threads {
+		tt := &stop.Truth.Threads[i]
+		th := ompdtest.Thread(t, as, tt)
+		team, ok := stop.Truth.TeamNum(tt.TID)
+		require.True(t, ok)
+		n, err := th.TeamNum()
+		require.NoError(t, err)
+		assert.Equal(t, team, n, "team number of %d", tt.TID)
+		nt, err := th.NumTeams()
+		require.NoError(t, err)
+		assert.Equal(t, stop.Truth.NumTeams, nt)
+		num, err := th.Num()
+		require.NoError(t, err)
+		assert.Equal(t, tt.ThreadNum, num)
+		in, err := th.InParallel()
+		require.NoError(t, err)
+		assert.Equal(t, tt.InParallel, in)
+
+		regions := ompdtest.Regions(t, th) // ends with ErrUnavailable
+		require.Len(t, regions, tt.Level+1)
+		for j, p := range regions {
+			level := tt.Level - j
+			l, err := p.Level()
+			require.NoError(t, err)
+			assert.Equal(t, level, l)
+			size, err := p.NumThreads()
+			require.NoError(t, err)
+			assert.Equal(t, tt.Ancestors[level].TeamSize, size, "omp_get_team_size(%d)", level)
+			icv, err := p.ICV(ompd.ICVTeamSizeVar)
+			require.NoError(t, err)
+			assert.Equal(t, int64(tt.Ancestors[level].TeamSize), icv)
+		}
+		act, err := regions[0].ActiveLevel()
+		require.NoError(t, err)
+		assert.Equal(t, tt.ActiveLevel, act)
+		at, err := regions[0].Thread(tt.ThreadNum)
+		require.NoError(t, err)
+		assert.True(t, at.Equal(th))
+		// The innermost teams of the two teams are different regions.
+		if tt.Role == fixtures.RoleBarrier {
+			st, _, err := th.State()
+			require.NoError(t, err)
+			assert.Equal(t, ompd.StateWaitBarrierExplicit, st)
+		}
+	}
+	s, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, s.Errors)
+	for _, ts := range s.Threads {
+		assert.Equal(t, 2, ts.NumTeams)
+	}
+}
+
+// TestIdleHotTeam reads a program serial again after a parallel region,
+// its workers asleep in the hot team: they are in no active region, like
+// their primary (the same level-0 region), with no thread number and no
+// current task until the next region, and the snapshot has no errors.
+func TestIdleHotTeam(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.Idle)
+	as := openStop(t, stop)
+	primary := ompdtest.Thread(t, as, stop.Truth.Stopper())
+	primaryRegion, err := primary.CurrentParallel()
+	require.NoError(t, err)
+	st, _, err := primary.State()
+	require.NoError(t, err)
+	assert.Equal(t, ompd.StateWorkSerial, st)
+	idle := stop.Truth.ThreadsWithRole(fixtures.RoleIdle)
+	require.Len(t, idle, 2)
+	for _, tt := range append(idle, stop.Truth.Stopper()) {
+		th := ompdtest.Thread(t, as, tt)
+		regions := ompdtest.Regions(t, th)
+		require.Len(t, regions, 1, "level 0 only")
+		assert.Equal(t, primaryRegion, regions[0], "the primary's region")
+		in, err := th.InParallel()
+		require.NoError(t, err)
+		assert.Equal(t, tt.InParallel, in)
+		lv, err := regions[0].Level()
+		require.NoError(t, err)
+		assert.Equal(t, tt.Level, lv)
+		n, err := regions[0].NumThreads()
+		require.NoError(t, err)
+		assert.Equal(t, tt.TeamSize, n)
+		if tt.Role != fixtures.RoleIdle {
+			continue
+		}
+		_, err = th.Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "idle in the hot team")
+		_, err = th.CurrentTask()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		st, _, err := th.State()
+		require.NoError(t, err)
+		assert.True(t, st.IsWait(), "asleep: %v", st)
+		tn, err := th.NumTeams()
+		require.NoError(t, err)
+		assert.Equal(t, 1, tn, "in no league")
+	}
+	s, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, s.Errors)
+}

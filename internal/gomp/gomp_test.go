@@ -286,6 +286,19 @@ func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.Th
 		require.NoError(t, err)
 		assert.Equal(t, lock, d.WaitID, "the lock waited for")
 	case fixtures.RoleCritical:
+		if th.Critical == "" {
+			// The unnamed critical section: libgomp's default_lock,
+			// which tells the critical section from a lock.
+			if globals {
+				assert.EqualValues(t, gomp.StateCritical, d.State, "role %s", th.Role)
+				lock, err := tg.LookupSymbol("default_lock")
+				require.NoError(t, err)
+				assert.Equal(t, lock, d.WaitID, "the unnamed critical section's lock")
+			} else {
+				assert.Contains(t, []int64{gomp.StateCritical, gomp.StateMutex}, d.State, "role %s", th.Role)
+			}
+			break
+		}
 		assert.Contains(t, []int64{gomp.StateCritical, gomp.StateMutex}, d.State, "role %s", th.Role)
 		lock, err := tg.LookupSymbol(".gomp_critical_user_" + th.Critical)
 		require.NoError(t, err)

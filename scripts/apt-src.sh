@@ -1,7 +1,23 @@
-# apt-src.sh: sourced by the build scripts. Fetches Debian source packages
+# apt-src.sh: sourced by the build scripts. Installs missing packages, and
+# fetches Debian source packages
 # through a private apt configuration whose deb-src entries are derived from
 # this machine's own deb entries (one-line and deb822 formats), so that no
 # mirror is ever named in the project.
+
+# apt_install_missing PACKAGE...
+#   Installs (apt-get) those of the packages that are not installed yet.
+apt_install_missing() {
+	local p need=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+	done
+	if ((${#need[@]})); then
+		echo "apt-src: installing ${need[*]}" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq || true
+		apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+}
 
 # apt_src_config DIR [SUITE]
 #   Writes a private apt configuration under DIR (sources/, lists/). Without

@@ -56,16 +56,7 @@ fi
 
 log() { echo "build-gomp: $*" >&2; }
 
-need_pkgs=()
-for p in gcc make xz-utils dpkg-dev gdb binutils gfortran; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
-done
-if ((${#need_pkgs[@]})); then
-	log "installing ${need_pkgs[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq || true
-	apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-fi
+apt_install_missing gcc make xz-utils dpkg-dev gdb binutils gfortran
 
 all_ok() {
 	local b v

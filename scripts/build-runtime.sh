@@ -47,16 +47,7 @@ fi
 
 log() { echo "build-runtime: $*" >&2; }
 
-need_pkgs=()
-for p in cmake ninja-build clang-19 gdb xz-utils dpkg-dev zstd; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
-done
-if ((${#need_pkgs[@]})); then
-	log "installing ${need_pkgs[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq || true
-	apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-fi
+apt_install_missing cmake ninja-build clang-19 gdb xz-utils dpkg-dev zstd
 
 main_ok=false
 noompd_ok=false

@@ -25,4 +25,4 @@ OMP_DEBUG=enabled MALLOC_ARENA_MAX=1 OMP_STACKSIZE=256K \
 	--args "$exe" >"$work/gdb.log" 2>&1 || { cat "$work/gdb.log" >&2; exit 1; }
 [[ -s "$work/core" ]] || { echo "demo: gdb wrote no core" >&2; cat "$work/gdb.log" >&2; exit 1; }
 
-go run ./examples/ompdtool "$@" core "$exe" "$work/core"
+go run ./examples/ompdtool -threads "$@" core "$exe" "$work/core"

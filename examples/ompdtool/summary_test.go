@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,4 +128,27 @@ func TestZstdCore(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, text, "6 threads in 3 groups:")
 	assert.Contains(t, errOut, "decompressing "+zst)
+}
+
+// TestTeamsAndIdle: the inspector on a host teams league (each thread's
+// team shown, no errors) and on workers idle in a hot team (serial, like
+// their primary).
+func TestTeamsAndIdle(t *testing.T) {
+	fixtures.Runtime(t)
+	teams := fixtures.Core(t, fixtures.Teams)
+	code, out, errOut := execTool(context.Background(), "core", "-threads", teams.Exe, teams.Core)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Errors")
+	for _, th := range teams.Truth.Threads {
+		n, _ := teams.Truth.TeamNum(th.TID)
+		assert.Regexp(t, fmt.Sprintf(`lwp %-8d thread_num %-4d .*\(team %d of 2\)`, th.TID, th.ThreadNum, n), out)
+	}
+	assert.Contains(t, out, "4 threads in 2 groups:")
+
+	idle := fixtures.Core(t, fixtures.Idle)
+	code, out, errOut = execTool(context.Background(), "core", idle.Exe, idle.Core)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Errors")
+	assert.Regexp(t, `  2 threads wait_[a-z_]+, serial\n`, out)
+	assert.Contains(t, out, "  1 thread work_serial, serial\n")
 }

@@ -63,8 +63,9 @@ func (r ThreadRef) less(o ThreadRef) bool {
 
 // Key is what the threads of a group share.
 type Key struct {
-	// State is the thread state ("wait_barrier_implicit"), or "" when
-	// the runtime does not track states.
+	// State is the thread state ("wait_barrier_implicit"), "starting" for
+	// a thread the runtime has not finished starting, or "" when the
+	// runtime does not track states.
 	State string `json:"state,omitempty"`
 	// Regions is the nest of parallel regions, innermost first.
 	Regions []Region `json:"regions"`
@@ -110,6 +111,9 @@ type Options struct {
 // KeyOf returns the key of a thread of a snapshot.
 func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
 	k := Key{State: t.State}
+	if t.Starting {
+		k.State = "starting"
+	}
 	if opts.Stack != nil {
 		k.Stack = opts.Stack(t)
 	}

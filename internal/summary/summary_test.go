@@ -211,3 +211,18 @@ func ExampleMerge() {
 	// Output:
 	// 8 threads wait_barrier_implicit in main.omp_outlined, level 1, team of 4, ranks 0-1
 }
+
+// TestStartingGroup: threads the runtime has not finished starting form
+// their own group, whatever state their structure holds.
+func TestStartingGroup(t *testing.T) {
+	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
+		{GTID: 0, State: "work_serial", Parallel: []ompd.ParallelSnapshot{{Level: 0, NumThreads: 1}}},
+		{GTID: 1, State: "work_serial", Starting: true},
+		{GTID: 2, State: "overhead", Starting: true},
+	}}
+	sum := summary.Of(0, s, summary.Options{})
+	require.Len(t, sum.Groups, 2)
+	assert.Equal(t, "starting", sum.Groups[0].State)
+	assert.Equal(t, "1-2", sum.Groups[0].GTIDs.String())
+	assert.Equal(t, "starting, serial", sum.Groups[0].Describe())
+}

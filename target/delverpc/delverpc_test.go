@@ -312,3 +312,30 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
 	require.NoError(t, os.WriteFile(to, b, 0o755))
 }
+
+// TestCoreServer reads a "dlv core" server (Delve's core backend, on a
+// core dlv dumped) as a live one.
+func TestCoreServer(t *testing.T) {
+	stop := fixtures.DlvDump(t, fixtures.Nested)
+	srv := fixtures.StartDlvCore(t, stop.Exe, stop.Core)
+	ctx := testContext(t)
+	// The server names no executable for a core: the user does.
+	tgt, err := delverpc.Dial(ctx, srv.Addr, delverpc.WithExecutable(stop.Exe))
+	require.NoError(t, err)
+	defer tgt.Close()
+	ths, err := tgt.Threads()
+	require.NoError(t, err)
+	ompdtest.CheckOSThreads(t, ths, stop.Truth)
+	imgs, err := tgt.Images()
+	require.NoError(t, err)
+	require.NoError(t, imgs[0].Err, "executable")
+	var libomp bool
+	for _, im := range imgs {
+		libomp = libomp || im.Path == stop.Runtime.LibOMP
+	}
+	assert.True(t, libomp, "libomp found through the dynamic linker's list: %+v", imgs)
+	as, err := ompd.Open(tgt)
+	require.NoError(t, err)
+	defer as.Close()
+	ompdtest.CheckTruth(t, as, stop.Truth)
+}

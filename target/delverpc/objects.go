@@ -2,6 +2,7 @@ package delverpc
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
@@ -75,10 +77,29 @@ func (t *Target) objectsLocked() (*objects, error) {
 		}
 	}
 	exe := t.exeLocked(libObjs)
+	var exeObj *objfile.Object
+	if im := t.opened[imageKey{exe.Name, exe.Bias}]; im != nil && im.o != nil && exe.Err == nil {
+		exeObj = im.o
+	}
+	if len(libs.List) == 0 && exeObj != nil {
+		// A server that lists no libraries (on a core file): the
+		// dynamic linker's list in the process's memory names them.
+		entries, _ := objfile.NewSet(exeObj).LinkMap(lockedMemory{t})
+		for i, e := range entries {
+			if i == 0 || !strings.HasPrefix(e.Name, "/") {
+				continue // the executable; the vDSO
+			}
+			im := t.openLocked(e.Name, e.LAddr, []string{e.Name})
+			infos = append(infos, ImageInfo{Name: e.Name, Path: im.path, Bias: e.LAddr, Err: im.err})
+			if im.o != nil {
+				libObjs = append(libObjs, im.o)
+			}
+		}
+	}
 	infos = append([]ImageInfo{exe}, infos...)
 	objs := libObjs
-	if im := t.opened[imageKey{exe.Name, exe.Bias}]; im != nil && im.o != nil && exe.Err == nil {
-		objs = append([]*objfile.Object{im.o}, libObjs...)
+	if exeObj != nil {
+		objs = append([]*objfile.Object{exeObj}, libObjs...)
 	}
 	t.objs = &objects{set: objfile.NewSet(objs...), infos: infos}
 	return t.objs, nil
@@ -149,16 +170,25 @@ func (t *Target) verifyLocked(o *objfile.Object) error {
 func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
 	info := ImageInfo{Name: t.exeName()}
 	set := objfile.NewSet(libs...)
+	biasKnown := false
 	if rd, err := set.Lookup("_r_debug"); err == nil {
 		lm, err := objfile.ReadLinkMap(lockedMemory{t}, rd, 8, binary.LittleEndian)
 		if err != nil || len(lm) == 0 {
 			info.Err = fmt.Errorf("executable's load bias: dynamic linker's list: %w", errors.Join(err, errEmpty))
 			return info
 		}
-		info.Bias = lm[0].LAddr
+		info.Bias, biasKnown = lm[0].LAddr, true
 	}
 	var names []string
 	if t.cfg.exe != "" {
+		if !biasKnown {
+			b, err := t.exeBiasLocked(t.cfg.exe)
+			if err != nil {
+				info.Err = fmt.Errorf("executable's load bias: %w", err)
+				return info
+			}
+			info.Bias = b
+		}
 		im := t.openExact(info.Name, info.Bias, t.cfg.exe)
 		info.Path, info.Err = im.path, im.err
 		return info
@@ -181,6 +211,42 @@ func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
 }
 
 var errEmpty = errors.New("empty")
+
+// exeBiasLocked finds the load bias of the executable at path when no
+// dynamic linker lists it (a server on a core file lists no libraries): a
+// position-dependent executable has none; a position-independent one is
+// where the server places the entry of main.
+func (t *Target) exeBiasLocked(path string) (uint64, error) {
+	o, err := objfile.Open(path, 0, t.cfg.debug.ObjOptions()...)
+	if err != nil {
+		return 0, err
+	}
+	defer o.Close()
+	if o.File().Type != elf.ET_DYN {
+		return 0, nil
+	}
+	sym, err := o.Lookup("main")
+	if err != nil {
+		return 0, err
+	}
+	for _, loc := range []string{"C.main", "main"} {
+		var out rpc2.FindLocationOut
+		err := t.c.call(bg, false, "FindLocation", rpc2.FindLocationIn{Scope: api.EvalScope{GoroutineID: -1}, Loc: loc}, &out)
+		if err != nil {
+			var se *ServerError
+			if errors.As(err, &se) {
+				continue
+			}
+			return 0, err
+		}
+		for _, l := range out.Locations {
+			if l.Function != nil && l.Function.Value >= sym.Addr {
+				return l.Function.Value - sym.Addr, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("the server places no function main: %w", target.ErrNotFound)
+}
 
 // openExact opens path, not mapped by the path options, for name.
 func (t *Target) openExact(name string, bias uint64, path string) *image {

@@ -28,6 +28,11 @@ type Frame struct {
 	Line int
 	// Object is the loaded object holding the code.
 	Object string
+	// Inline lists the source-level frames at the frame's code when the
+	// compiler inlined calls there, innermost first (the inlined
+	// function at File:Line, then each function it was inlined into, at
+	// the call), as gdb shows them; empty without inlining.
+	Inline []InlineFrame
 	// Runtime is true for code of the OpenMP runtime library.
 	Runtime bool
 	// InRuntimeCall is true for a frame inside a call its task made into
@@ -46,6 +51,13 @@ type Frame struct {
 	// Folded is the number of runtime frames this frame stands for when
 	// the backtrace was made with FoldRuntime (1 or more), 0 otherwise.
 	Folded int
+}
+
+// InlineFrame is one source-level frame of code with inlined calls.
+type InlineFrame struct {
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
 }
 
 // BacktraceTask is one task of a thread's task chain as a backtrace places
@@ -155,6 +167,9 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 		if loc != nil {
 			if l, err := loc.LocateCode(f.LookupPC()); err == nil {
 				fr.Function, fr.File, fr.Line, fr.Object = l.Function, l.File, l.Line, l.Object
+				for _, in := range l.Inline {
+					fr.Inline = append(fr.Inline, InlineFrame(in))
+				}
 				fr.Runtime = rtObject != "" && l.Object == rtObject
 			}
 		} else if s, ok := tg.(Symbolizer); ok {
@@ -366,15 +381,18 @@ func WithBacktraces(opts ...BacktraceOption) SnapshotOption {
 // FrameSnapshot is one frame of a thread's backtrace in a Snapshot (see
 // Frame).
 type FrameSnapshot struct {
-	Index         int    `json:"index"`
-	PC            uint64 `json:"pc"`
-	CFA           uint64 `json:"cfa,omitempty"`
-	Function      string `json:"function,omitempty"`
-	File          string `json:"file,omitempty"`
-	Line          int    `json:"line,omitempty"`
-	Object        string `json:"object,omitempty"`
-	Runtime       bool   `json:"runtime"`
-	InRuntimeCall bool   `json:"in_runtime_call,omitempty"`
+	Index    int    `json:"index"`
+	PC       uint64 `json:"pc"`
+	CFA      uint64 `json:"cfa,omitempty"`
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Object   string `json:"object,omitempty"`
+	// Inline are the source-level frames when calls were inlined there
+	// (see Frame.Inline).
+	Inline        []InlineFrame `json:"inline,omitempty"`
+	Runtime       bool          `json:"runtime"`
+	InRuntimeCall bool          `json:"in_runtime_call,omitempty"`
 	// Task is the id of the task the frame belongs to (as in
 	// TaskSnapshot.ID), "" if none.
 	Task string `json:"task,omitempty"`
@@ -407,7 +425,7 @@ func SnapshotFrames(bt *Backtrace) []FrameSnapshot {
 	out := make([]FrameSnapshot, len(bt.Frames))
 	for i, f := range bt.Frames {
 		fs := FrameSnapshot{Index: f.Index, PC: f.PC, CFA: f.CFA, Function: f.Function, File: f.File, Line: f.Line,
-			Object: f.Object, Runtime: f.Runtime, InRuntimeCall: f.InRuntimeCall, Level: -1, Folded: f.Folded}
+			Object: f.Object, Inline: f.Inline, Runtime: f.Runtime, InRuntimeCall: f.InRuntimeCall, Level: -1, Folded: f.Folded}
 		if tk, ok := bt.Task(f); ok {
 			fs.Task, fs.Level, fs.Wait = tk.Task.String(), tk.Level, tk.Wait
 		}

@@ -179,6 +179,20 @@ type CodeLocation struct {
 	// object's DWARF line table ("" and 0 without one).
 	File string
 	Line int
+	// Inline lists the source-level frames at the address when the
+	// compiler inlined calls there, innermost first: the inlined
+	// function at File:Line, then each function it was inlined into at
+	// the call's position, the last being the function the code belongs
+	// to. Empty without inlining or without DWARF.
+	Inline []InlineFrame
+}
+
+// InlineFrame is one source-level frame of code with inlined calls (see
+// CodeLocation.Inline).
+type InlineFrame struct {
+	Function string // from DWARF (DW_AT_name), "" if unnamed
+	File     string
+	Line     int
 }
 
 // CodeLocator is implemented by targets that can place a code address in

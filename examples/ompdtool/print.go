@@ -220,6 +220,9 @@ func printFrames(w io.Writer, t ompd.ThreadSnapshot) {
 			task = f.Task
 		}
 		fn := f.Function
+		if len(f.Inline) > 0 && f.Inline[0].Function != "" {
+			fn = f.Inline[0].Function // gdb names the innermost inlined call
+		}
 		if fn == "" {
 			fn = "??"
 		}
@@ -228,6 +231,9 @@ func printFrames(w io.Writer, t ompd.ThreadSnapshot) {
 			line += fmt.Sprintf(" (%s:%d)", f.File, f.Line)
 		} else if f.Object != "" {
 			line += " from " + f.Object
+		}
+		for _, in := range f.Inline[min(1, len(f.Inline)):] {
+			line += fmt.Sprintf("\n         inlined into %s (%s:%d)", in.Function, in.File, in.Line)
 		}
 		switch {
 		case f.Folded > 1:

@@ -32,11 +32,16 @@ type cuRange struct {
 	cu        *dwarf.Entry
 }
 
-// lineTable is one unit's line table as rows sorted by address.
+// lineTable is one unit's line table as rows sorted by address, and the
+// unit's scopes for inlined calls (see inline.go), read on first need.
 type lineTable struct {
-	rows  []lineRow
-	files []string
-	err   error
+	rows      []lineRow
+	files     []string
+	fileTable []string // the table's file entries by number (DW_AT_call_file)
+	err       error
+
+	scopes     []scope
+	scopesRead bool
 }
 
 type lineRow struct {
@@ -117,6 +122,13 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 		t.err = fmt.Errorf("%s: line table: %v", o.path, err)
 		return t
 	}
+	for _, f := range lr.Files() {
+		name := ""
+		if f != nil {
+			name = f.Name
+		}
+		t.fileTable = append(t.fileTable, name)
+	}
 	fileIdx := map[*dwarf.LineFile]int32{}
 	var e dwarf.LineEntry
 	for len(t.rows) < maxLineRows {
@@ -153,9 +165,15 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 // the object's DWARF line tables (its own or its separate debug file's);
 // ok is false when no line table covers pc.
 func (o *Object) LineAt(pc uint64) (file string, line int, ok bool) {
+	file, line, _, ok = o.lineAt(pc)
+	return file, line, ok
+}
+
+// lineAt is LineAt, also returning the unit whose table answered.
+func (o *Object) lineAt(pc uint64) (file string, line int, cu *dwarf.Entry, ok bool) {
 	o.loadLineIndex()
 	if o.lines.data == nil {
-		return "", 0, false
+		return "", 0, nil, false
 	}
 	addr := pc - o.bias
 	cus := o.lines.cus
@@ -175,9 +193,9 @@ func (o *Object) LineAt(pc uint64) (file string, line int, ok bool) {
 		if r.end || r.file < 0 || int(r.file) >= len(t.files) {
 			continue
 		}
-		return t.files[r.file], int(r.line), true
+		return t.files[r.file], int(r.line), cus[j].cu, true
 	}
-	return "", 0, false
+	return "", 0, nil, false
 }
 
 // LineErr reports why the object's line tables could not be read, if so.
@@ -198,6 +216,11 @@ func (s *Set) LocateCode(pc uint64) (target.CodeLocation, error) {
 	if sym, ok := o.SymbolAt(pc); ok {
 		loc.Function, loc.Entry = sym.Name, sym.Addr
 	}
-	loc.File, loc.Line, _ = o.LineAt(pc)
+	var cu *dwarf.Entry
+	var ok bool
+	loc.File, loc.Line, cu, ok = o.lineAt(pc)
+	if ok {
+		loc.Inline = o.inlineAt(cu, pc, loc.File, loc.Line, loc.Function)
+	}
 	return loc, nil
 }

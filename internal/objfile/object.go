@@ -115,8 +115,9 @@ type Object struct {
 
 	dw dwarfState
 
-	cfi   cfiState  // call-frame information, see cfi.go
-	lines lineState // DWARF line tables, see lines.go
+	cfi    cfiState    // call-frame information, see cfi.go
+	lines  lineState   // DWARF line tables, see lines.go
+	inline inlineCache // inline frames by address, see inline.go
 }
 
 // Option configures Open and NewObject.

@@ -23,11 +23,14 @@ type GDBFrame struct {
 	file     string
 	line     int
 	inlined  bool // gdb showed more than one frame for this PC
+	// logical are gdb's frames for this PC, innermost first (more than
+	// one when calls were inlined).
+	logical []ompd.InlineFrame
 }
 
 var (
 	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*\(LWP (\d+)\)[^()]*\):$`)
-	GDBFrameRE  = regexp.MustCompile(`^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*?\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
+	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*?\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
 )
 
 // GDBCoreBacktraces runs gdb's "thread apply all bt" on the core and
@@ -66,7 +69,7 @@ func GDBBacktraces(t *testing.T, args ...string) map[uint64][]GDBFrame {
 			lwp, _ = strconv.ParseUint(m[1], 10, 64)
 			continue
 		}
-		m := GDBFrameRE.FindStringSubmatch(line)
+		m := gdbFrameRE.FindStringSubmatch(line)
 		if m == nil || lwp == 0 {
 			continue
 		}
@@ -76,10 +79,15 @@ func GDBBacktraces(t *testing.T, args ...string) map[uint64][]GDBFrame {
 		if m[2] != "" {
 			f.pc, _ = strconv.ParseUint(m[2], 16, 64)
 		}
+		lf := ompd.InlineFrame{Function: f.function, File: f.file, Line: f.line}
 		if n > 0 && m[2] == "" && len(cur) > 0 {
-			cur[len(cur)-1].inlined = true // an inline frame of the previous physical frame
+			// A frame the previous one was inlined into: same PC.
+			p := &cur[len(cur)-1]
+			p.inlined = true
+			p.logical = append(p.logical, lf)
 			continue
 		}
+		f.logical = []ompd.InlineFrame{lf}
 		cur = append(cur, f)
 	}
 	flush()
@@ -88,7 +96,8 @@ func GDBBacktraces(t *testing.T, args ...string) map[uint64][]GDBFrame {
 
 // CompareWithGDB compares each backtrace with gdb's of the same thread:
 // the same program counters, frame by frame, and for the program's own
-// frames the same file, line and (where gdb shows no inlining) function.
+// frames the same file, line and function, or where gdb shows inlined
+// calls the same inline frames.
 // gdb adds virtual frames for tail calls it infers from call-site
 // information (no frame on the stack): up to two gdb frames of other code
 // than the program's are skipped. gdb stops at main; the walk goes on to
@@ -172,6 +181,9 @@ func compareFrames(t *testing.T, tid int, want []GDBFrame, frames []ompd.Frame) 
 		assert.Equal(t, g.line, f.Line, "thread %d frame %d", tid, f.Index)
 		if !g.inlined {
 			assert.Equal(t, g.function, f.Function, "thread %d frame %d", tid, f.Index)
+			assert.Empty(t, f.Inline, "thread %d frame %d: no inlining", tid, f.Index)
+		} else {
+			assert.Equal(t, g.logical, f.Inline, "thread %d frame %d: inlined calls", tid, f.Index)
 		}
 	}
 	if i < len(frames) {

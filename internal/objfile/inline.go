@@ -1,0 +1,161 @@
+package objfile
+
+import (
+	"debug/dwarf"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ompd-go/ompd/target"
+)
+
+// scope is one address range of a function (DW_TAG_subprogram) or of a
+// call inlined into one (DW_TAG_inlined_subroutine) in a unit.
+type scope struct {
+	low, high uint64 // file addresses, [low, high)
+	depth     int    // nesting depth in the unit's tree
+	name      string
+	inlined   bool
+	callFile  string // for an inlined call: where it was called
+	callLine  int
+}
+
+// maxScopes bounds the scopes kept for one unit.
+const maxScopes = 1 << 20
+
+// maxInlineCache bounds the addresses whose inline frames an object keeps.
+const maxInlineCache = 1 << 16
+
+// unitScopes reads the scopes of unit cu, once (callers hold no lock).
+func (o *Object) unitScopes(cu *dwarf.Entry) []scope {
+	t := o.table(cu)
+	o.lines.mu.Lock()
+	defer o.lines.mu.Unlock()
+	if t.scopesRead {
+		return t.scopes
+	}
+	t.scopesRead = true
+	d := o.lines.data
+	names := map[dwarf.Offset]string{}
+	var nameOf func(e *dwarf.Entry, hops int) string
+	nameOf = func(e *dwarf.Entry, hops int) string {
+		for _, a := range []dwarf.Attr{dwarf.AttrName, dwarf.AttrLinkageName} {
+			if n, ok := e.Val(a).(string); ok {
+				return n
+			}
+		}
+		if hops > 4 {
+			return ""
+		}
+		for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+			off, ok := e.Val(a).(dwarf.Offset)
+			if !ok {
+				continue
+			}
+			if n, ok := names[off]; ok {
+				return n
+			}
+			r := d.Reader()
+			r.Seek(off)
+			ref, err := r.Next()
+			if err != nil || ref == nil {
+				continue
+			}
+			n := nameOf(ref, hops+1)
+			names[off] = n
+			return n
+		}
+		return ""
+	}
+	r := d.Reader()
+	r.Seek(cu.Offset)
+	if e, err := r.Next(); err != nil || e == nil || !e.Children {
+		return nil
+	}
+	depth := 1
+	for depth > 0 && len(t.scopes) < maxScopes {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			depth--
+			continue
+		}
+		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
+			if rs, err := d.Ranges(e); err == nil && len(rs) > 0 {
+				sc := scope{depth: depth, name: nameOf(e, 0), inlined: e.Tag == dwarf.TagInlinedSubroutine}
+				if sc.inlined {
+					if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(t.fileTable) {
+						sc.callFile = t.fileTable[f]
+					}
+					if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+						sc.callLine = int(l)
+					}
+				}
+				for _, rg := range rs {
+					if rg[1] > rg[0] {
+						sc.low, sc.high = rg[0], rg[1]
+						t.scopes = append(t.scopes, sc)
+					}
+				}
+			}
+		}
+		if e.Children {
+			depth++
+		}
+	}
+	sort.SliceStable(t.scopes, func(i, j int) bool { return t.scopes[i].low < t.scopes[j].low })
+	return t.scopes
+}
+
+// inlineCache remembers the inline frames of addresses already looked up.
+type inlineCache struct {
+	m sync.Map // pc -> []target.InlineFrame
+	n atomic.Int64
+}
+
+// inlineAt returns the source-level frames at pc when calls are inlined
+// there (see target.CodeLocation.Inline), or nil. file and line are the
+// line table's position of pc, in unit cu; symbol names the function of an
+// outermost scope DWARF leaves unnamed (compiler-made functions).
+func (o *Object) inlineAt(cu *dwarf.Entry, pc uint64, file string, line int, symbol string) []target.InlineFrame {
+	if v, ok := o.inline.m.Load(pc); ok {
+		return v.([]target.InlineFrame)
+	}
+	addr := pc - o.bias
+	var in []scope
+	for _, sc := range o.unitScopes(cu) {
+		if sc.low > addr {
+			break
+		}
+		if addr < sc.high {
+			in = append(in, sc)
+		}
+	}
+	var out []target.InlineFrame
+	hasInlined := false
+	for _, sc := range in {
+		hasInlined = hasInlined || sc.inlined
+	}
+	if hasInlined {
+		// Innermost first: deepest scope first.
+		sort.SliceStable(in, func(i, j int) bool { return in[i].depth > in[j].depth })
+		for _, sc := range in {
+			out = append(out, target.InlineFrame{Function: sc.name, File: file, Line: line})
+			if !sc.inlined {
+				break
+			}
+			file, line = sc.callFile, sc.callLine
+		}
+		if last := &out[len(out)-1]; last.Function == "" {
+			last.Function = symbol
+		}
+	}
+	if o.inline.n.Load() < maxInlineCache {
+		if _, loaded := o.inline.m.LoadOrStore(pc, out); !loaded {
+			o.inline.n.Add(1)
+		}
+	}
+	return out
+}

@@ -503,8 +503,8 @@ func (o *Object) sortedFuncs() []Symbol {
 func (o *Object) indexSymbols() {
 	o.symOnce.Do(func() {
 		var errs []error
-		syms, serr := o.f.Symbols()
-		dyn, derr := o.f.DynamicSymbols()
+		syms, serr := readSymbols(o.f, elf.SHT_SYMTAB)
+		dyn, derr := readSymbols(o.f, elf.SHT_DYNSYM)
 		// Sized once: growing a map of thousands of symbols rehashes it
 		// several times. Most .dynsym names are also in .symtab.
 		o.syms = make(map[string]Symbol, max(len(syms), len(dyn)))
@@ -536,12 +536,12 @@ func (o *Object) indexFull() {
 			o.fullErr = fmt.Errorf("objfile: %s has no symbol table and no usable separate debug file: %w", o.path, err)
 			return
 		}
-		syms := make(map[string]Symbol, len(o.syms))
+		list, err := readSymbols(df, elf.SHT_SYMTAB)
+		syms := make(map[string]Symbol, len(o.syms)+len(list))
 		for k, v := range o.syms {
 			syms[k] = v
 		}
 		funcs := append([]Symbol(nil), o.funcs...)
-		list, err := df.Symbols()
 		if err := o.addSymbols(syms, &funcs, list, err, o.dbgPath+": .symtab"); err != nil {
 			o.fullErr = fmt.Errorf("objfile: %s: %w", o.path, err)
 		}

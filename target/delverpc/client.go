@@ -10,6 +10,7 @@ import (
 	"net/rpc/jsonrpc"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,7 +59,7 @@ var exitedMsg = regexp.MustCompile(`^Process \d+ has exited with status -?\d+$`)
 // disturb later ones; its answer, if it ever comes, is dropped.
 type conn struct {
 	addr    string
-	nc      net.Conn
+	nc      *limitConn
 	rc      *rpc.Client
 	timeout time.Duration
 
@@ -73,7 +74,33 @@ func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error
 	if err != nil {
 		return nil, fmt.Errorf("delverpc: connect to %s: %w", addr, err)
 	}
-	return &conn{addr: addr, nc: nc, rc: jsonrpc.NewClient(nc), timeout: timeout}, nil
+	lc := &limitConn{Conn: nc, limit: maxAnswer}
+	return &conn{addr: addr, nc: lc, rc: jsonrpc.NewClient(lc), timeout: timeout}, nil
+}
+
+// maxAnswer bounds what the server may send for one request (the biggest
+// answers, State with thousands of threads, take a few MiB), so that a
+// broken or hostile server cannot make the client allocate without bound.
+const maxAnswer = 64 << 20
+
+// errTooLarge reports an answer larger than the limit.
+var errTooLarge = errors.New("answer larger than the limit")
+
+// limitConn fails reads once more than limit bytes arrived since the last
+// reset (at the end of each call).
+type limitConn struct {
+	net.Conn
+	limit int64
+	n     atomic.Int64
+}
+
+func (c *limitConn) Read(b []byte) (int, error) {
+	if c.n.Load() > c.limit {
+		return 0, fmt.Errorf("%w (%d MiB)", errTooLarge, c.limit>>20)
+	}
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // call calls RPCServer.method. Unless probe is set, it fails at once while
@@ -108,6 +135,7 @@ func (c *conn) call(ctx context.Context, probe bool, method string, args, reply 
 	c.mu.Lock()
 	c.stuck = nil
 	c.mu.Unlock()
+	c.nc.n.Store(0)
 	if call.Error == nil {
 		return nil
 	}

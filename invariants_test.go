@@ -3,6 +3,7 @@ package ompd_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fakeruntime"
+	"github.com/ompd-go/ompd/target"
 )
 
 // The walks' invariants (levels >= 0 falling strictly by the levels each
@@ -210,4 +212,42 @@ func TestInvariantLayoutWithinStructures(t *testing.T) {
 			assert.ErrorIs(t, err, ompd.ErrIncompatible, c.table)
 		}
 	})
+}
+
+// threadListCounter counts the target's OS thread listings.
+type threadListCounter struct {
+	*fakeruntime.Target
+	lists atomic.Int64
+}
+
+func (c *threadListCounter) Threads() ([]target.Thread, error) {
+	c.lists.Add(1)
+	return c.Target.Threads()
+}
+
+// Per-thread lookups are map lookups after the first of a stop: looking
+// every thread up by LWP, and every thread's LWP, lists the target's OS
+// threads once per stop, not once per lookup.
+func TestThreadLookupsOncePerStop(t *testing.T) {
+	s := fakeruntime.Nested(fakeruntime.Config{})
+	c := &threadListCounter{Target: s.T}
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	ths, err := as.Threads()
+	require.NoError(t, err)
+	for round := 0; round < 2; round++ {
+		for _, th := range ths {
+			lwp, err := th.OSThread(ompd.LWPID)
+			require.NoError(t, err)
+			back, err := as.ThreadByOSThread(ompd.LWPID, lwp)
+			require.NoError(t, err)
+			assert.Equal(t, th, back)
+			assert.Equal(t, fakeruntime.LWPOf(th.GTID()), lwp)
+		}
+		assert.Equal(t, int64(1), c.lists.Load(), "one listing per stop")
+	}
+	as.Refresh()
+	_, err = as.ThreadByOSThread(ompd.LWPID, fakeruntime.LWPOf(1))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.lists.Load(), "a new stop lists again")
 }

@@ -79,6 +79,7 @@ type taskRec struct {
 	// lists continue from), teamErr why there is none.
 	teamLevel int32
 	teamErr   error
+	es        omprt.ErrorStore
 }
 
 // Task returns the record of task r.
@@ -109,6 +110,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
 	}
 	rec := &taskRec{raw: t}
+	tn := omprt.TaskN(r)
 	var tm *team
 	var j int32
 	if t.team == 0 {
@@ -167,7 +169,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	} else if err := s.onCycle(&s.generating, r.Addr); err != nil {
 		d.GeneratingErr = err
 	} else {
-		d.Generating, d.GeneratingErr = s.ancestor(r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
+		d.Generating, d.GeneratingErr = rec.ancestor(s, r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
 	}
 
 	// The scheduling task.
@@ -177,10 +179,10 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
 		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)
 	case implicit && r.Addr != tm.implicit: // a worker's implicit task
-		d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v: a worker's implicit task interrupts no task", name)
+		d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, ": a worker's implicit task interrupts no task")
 	case implicit:
 		if parent := t.v.F(l.tdParent); parent == 0 {
-			d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v has no scheduling task", name)
+			d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
 		} else {
 			d.Scheduling, d.SchedulingErr = s.taskRef(parent)
 		}
@@ -190,12 +192,12 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 			if on, err := s.stateTracking(); err != nil {
 				d.SchedulingErr = err
 			} else if !on {
-				d.SchedulingErr = errorf(omprt.ErrNeedsStateTracking, "%v: scheduling parent", name)
+				d.SchedulingErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": scheduling parent")
 			} else {
-				d.SchedulingErr = errorf(omprt.ErrUnavailable, "%v has no scheduling task", name)
+				d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
 			}
 		} else {
-			d.Scheduling, d.SchedulingErr = s.ancestor(r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
+			d.Scheduling, d.SchedulingErr = rec.ancestor(s, r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
 		}
 	}
 
@@ -213,7 +215,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		case err != nil:
 			d.FunctionErr = err
 		case addr == 0:
-			d.FunctionErr = errorf(omprt.ErrUnavailable, "%v has no routine", name)
+			d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no routine")
 		default:
 			d.Function = addr
 		}
@@ -229,8 +231,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		case err != nil:
 			lwtErr, noFrame = err, err
 		case lwt == 0:
-			lwtErr = errorf(omprt.ErrNeedsStateTracking, "%v: serialized level data", name)
-			noFrame = errorf(omprt.ErrUnavailable, "%v: no frame kept for this serialized level", name)
+			lwtErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": serialized level data")
+			noFrame = rec.es.Error(omprt.ErrUnavailable, tn, ": no frame kept for this serialized level")
 		default:
 			if v, err = rt.view(lwt, l.lwExtent, "lw taskteam"); err != nil {
 				lwtErr, noFrame = err, err
@@ -247,7 +249,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if on, err := s.stateTracking(); err != nil {
 		d.FramesErr = err
 	} else if !on {
-		d.FramesErr = errorf(omprt.ErrNeedsStateTracking, "%v: frames", name)
+		d.FramesErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
 	} else if noFrame != nil {
 		d.FramesErr = noFrame
 	} else {
@@ -261,9 +263,9 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 // scheduling_parent of task r). A task that links to itself, or two tasks
 // that link to each other, are corrupt; longer cycles are cut by the
 // walks' visited sets.
-func (s *stop) ancestor(r omprt.Ref, link uint64, f field, fname, none, self string) (omprt.Ref, error) {
+func (rec *taskRec) ancestor(s *stop, r omprt.Ref, link uint64, f field, fname, none, self string) (omprt.Ref, error) {
 	if link == 0 {
-		return omprt.Ref{}, errorf(omprt.ErrUnavailable, "%v %s", omprt.TaskName(r), none)
+		return omprt.Ref{}, rec.es.Error(omprt.ErrUnavailable, omprt.TaskN(r), " "+none)
 	}
 	if link == r.Addr {
 		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v %s", omprt.TaskName(r), self)

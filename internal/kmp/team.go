@@ -148,6 +148,7 @@ type regionRec struct {
 	err  error
 	tm   *team
 	j    int32 // depth of the level within the team (0 = innermost)
+	es   omprt.ErrorStore
 }
 
 // Region returns the record of the region r.
@@ -191,9 +192,9 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	}
 	switch {
 	case rec.j > 0:
-		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v: the runtime keeps no function for an enclosing serialized level", omprt.RegionName(r))
+		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), ": the runtime keeps no function for an enclosing serialized level")
 	case tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes():
-		d.FunctionErr = errorf(omprt.ErrUnavailable, "%v has no entry function", omprt.RegionName(r))
+		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
 	default:
 		d.Function = rt.regionFunction(tm)
 	}
@@ -202,7 +203,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	} else if lwt, err := s.lwt(tm, rec.j); err != nil {
 		d.IDErr = err
 	} else if lwt == 0 {
-		d.IDErr = errorf(omprt.ErrNeedsStateTracking, "%v: serialized region data", omprt.RegionName(r))
+		d.IDErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.RegionN(r), ": serialized region data")
 	} else {
 		d.ID, d.IDErr = rt.readUint(lwt+rt.l.lwParallelData.Off, rt.l.lwParallelData.Size, "lw taskteam parallel data")
 	}
@@ -212,7 +213,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	case tm.enclosingErr != nil:
 		d.EnclosingErr = tm.enclosingErr
 	case tm.parent == 0:
-		d.EnclosingErr = errorf(omprt.ErrUnavailable, "%v is the outermost region", omprt.RegionName(r))
+		d.EnclosingErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " is the outermost region")
 	default:
 		d.Enclosing = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 	}

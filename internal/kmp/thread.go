@@ -51,6 +51,7 @@ type threadTable struct {
 type threadRec struct {
 	data omprt.ThreadData
 	task *taskRec
+	es   omprt.ErrorStore
 }
 
 // gtidPos returns the position of the thread with gtid g.
@@ -332,7 +333,7 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	if on, err := s.stateTracking(); err != nil {
 		d.StateErr = err
 	} else if !on {
-		d.StateErr = errorf(omprt.ErrNeedsStateTracking, "%v: state", omprt.ThreadName(r))
+		d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(r), ": state")
 	} else {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
@@ -340,8 +341,8 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	team := v.F(l.thTeam)
 	idle := false
 	if team == 0 {
-		d.RegionErr = errorf(omprt.ErrUnavailable, "%v is in no team (idle in the thread pool)", omprt.ThreadName(r))
-		d.NumErr = errorf(omprt.ErrUnavailable, "%v is in no team (idle in the thread pool, or not started)", omprt.ThreadName(r))
+		d.RegionErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool)")
+		d.NumErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool, or not started)")
 		d.Num = 0
 	} else if tm := s.team(team); tm.err != nil {
 		d.RegionErr = tm.err
@@ -376,7 +377,7 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	if td := v.F(l.thCurrentTask); idle {
 		// TaskErr says why, above.
 	} else if td == 0 {
-		d.TaskErr = errorf(omprt.ErrUnavailable, "%v has no current task", omprt.ThreadName(r))
+		d.TaskErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}

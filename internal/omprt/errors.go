@@ -107,5 +107,72 @@ func Wrap(kind, cause error, format string, args ...any) error {
 	if errors.As(cause, &e) {
 		return (&Error{Kind: e.Kind, Cause: cause, Format: format, Args: args, nested: true}).seal()
 	}
+	var ne *NameError
+	if errors.As(cause, &ne) {
+		return (&Error{Kind: ne.kind[0], Cause: cause, Format: format, Args: args, nested: true}).seal()
+	}
 	return (&Error{Kind: kind, Cause: cause, Format: format, Args: args}).seal()
+}
+
+// Name names a thread, region or task in an error, formatted as the
+// handles' string ids only when the message is read.
+type Name struct {
+	kind byte // 't' thread, 'r' region, 'k' task
+	ref  Ref
+	id   int32
+}
+
+// ThreadN, RegionN and TaskN name a thread, a region and a task.
+func ThreadN(t ThreadRef) Name { return Name{kind: 't', ref: Ref{Addr: t.Addr}, id: t.ID} }
+
+// RegionN names a region.
+func RegionN(r Ref) Name { return Name{kind: 'r', ref: r} }
+
+// TaskN names a task.
+func TaskN(r Ref) Name { return Name{kind: 'k', ref: r} }
+
+func (n Name) String() string {
+	switch n.kind {
+	case 't':
+		return ThreadName{Addr: n.ref.Addr, ID: n.id}.String()
+	case 'r':
+		return RegionName(n.ref).String()
+	}
+	return TaskName(n.ref).String()
+}
+
+// NameError is an error about one named object, "NAME MSG: KIND": the
+// common answers of a record ("has no generating task", "is the
+// outermost region") that most callers drop unread. A record keeps a few
+// in an ErrorStore, so that they cost no allocation of their own.
+type NameError struct {
+	name Name
+	msg  string
+	kind [1]error
+}
+
+func (e *NameError) Error() string { return e.name.String() + e.msg + ": " + e.kind[0].Error() }
+
+// Unwrap returns the sentinel.
+func (e *NameError) Unwrap() []error { return e.kind[:] }
+
+// ErrorStore holds the NameErrors of one record.
+type ErrorStore struct {
+	buf [4]NameError
+	n   int
+}
+
+// Error returns an error matching kind, "NAME MSG", kept in the store
+// while it has room. Not safe for concurrent use: records fill their
+// store while they are decoded, before anyone else sees them.
+func (s *ErrorStore) Error(kind error, name Name, msg string) error {
+	var e *NameError
+	if s.n < len(s.buf) {
+		e = &s.buf[s.n]
+		s.n++
+	} else {
+		e = new(NameError)
+	}
+	*e = NameError{name: name, msg: msg, kind: [1]error{kind}}
+	return e
 }

@@ -119,8 +119,8 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 			o.debugDirs = append(o.debugDirs, s)
 			return nil
 		})
-		fs.StringVar(&o.sysroot, "sysroot", o.sysroot, "core files: find the libraries a core names under `DIR` (the root of the machine it comes from)")
-		fs.Func("file-map", "core files: use `CORE_PATH=LOCAL_PATH` for a file the core names (repeatable)", func(s string) error {
+		fs.StringVar(&o.sysroot, "sysroot", o.sysroot, "core files and connect: find the libraries a core or a Delve server names under `DIR` (the root of the machine it comes from)")
+		fs.Func("file-map", "core files and connect: use `CORE_PATH=LOCAL_PATH` for a file the core or a Delve server names (repeatable)", func(s string) error {
 			k, v, ok := strings.Cut(s, "=")
 			if !ok || k == "" || v == "" {
 				return fmt.Errorf("want CORE_PATH=LOCAL_PATH, got %q", s)
@@ -180,7 +180,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stopAtArg bool) ([]string, erro
 // check rejects flags that do not apply to mode.
 func (o *options) check(name string, m mode) error {
 	if m.live && (o.sysroot != "" || len(o.fileMap) > 0) {
-		return usagef(name, "-sysroot and -file-map apply to core files: a live process's files are on this machine")
+		return usagef(name, "-sysroot and -file-map apply to core files and connect: a process this tool runs has its files on this machine")
 	}
 	if m.flags&flagsView == 0 && (o.threads || len(o.threadGTIDs) > 0 || o.vars || o.breakpoints || o.summary) {
 		return usagef(name, "%s prints events: -threads, -thread, -vars, -breakpoints and -summary do not apply", name)

@@ -2,6 +2,10 @@
 // tests, with a user's own dlv client (what "dlv connect" and editors use)
 // driving it, so that tests can check that ompd-go reads the session
 // without disturbing it.
+//
+// It imports Delve's JSON-RPC client (service/rpc2), the user's side of the
+// session, and is imported by tests only (of target/delverpc and
+// examples/ompdtool): no package of the library depends on it.
 package dlvtest
 
 import (

@@ -3,6 +3,7 @@ package delverpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -286,6 +287,16 @@ func TestPathMap(t *testing.T) {
 	}
 	_, err = tgt2.LookupSymbol("__kmp_threads")
 	assert.NoError(t, err)
+
+	// The program's path names no file here: a server on this machine
+	// still has its process's /proc/PID/exe.
+	tgt4, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithFileMap(map[string]string{s.Exe: filepath.Join(dir, "absent")}))
+	require.NoError(t, err)
+	defer tgt4.Close()
+	imgs, err = tgt4.Images()
+	require.NoError(t, err)
+	require.NoError(t, imgs[0].Err)
+	assert.Equal(t, fmt.Sprintf("/proc/%d/exe", tr.PID), imgs[0].Path)
 
 	// Another build in libomp's place: refused, and said so.
 	tgt3, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithFileMap(map[string]string{rt.LibOMP: s.Exe}))

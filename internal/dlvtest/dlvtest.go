@@ -34,14 +34,14 @@ type Session struct {
 // Start builds fixture name and starts it under a headless dlv
 // ("--accept-multiclient --api-version 2" on 127.0.0.1), stopped at its
 // entry, with a user's client connected. Both end with the test.
-func Start(t *testing.T, name string, args ...string) *Session {
+func Start(t testing.TB, name string, args ...string) *Session {
 	t.Helper()
 	return StartEnv(t, name, nil, args...)
 }
 
 // StartEnv is Start with extra KEY=VALUE settings in the program's
 // environment (OMPD_FIXTURE_HOLD=1, say).
-func StartEnv(t *testing.T, name string, extra []string, args ...string) *Session {
+func StartEnv(t testing.TB, name string, extra []string, args ...string) *Session {
 	t.Helper()
 	fixtures.Runtime(t)
 	exe := fixtures.Build(t, name)
@@ -69,7 +69,7 @@ func StartEnv(t *testing.T, name string, extra []string, args ...string) *Sessio
 }
 
 // Truth loads and validates the truth the program wrote.
-func (s *Session) Truth(t *testing.T) *fixtures.Truth {
+func (s *Session) Truth(t testing.TB) *fixtures.Truth {
 	t.Helper()
 	tr, err := fixtures.LoadTruth(s.TruthPath)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func (s *Session) Truth(t *testing.T) *fixtures.Truth {
 
 // BreakAt sets a breakpoint on a C function of the program, as the user
 // would ("break stopme").
-func (s *Session) BreakAt(t *testing.T, fn string) *api.Breakpoint {
+func (s *Session) BreakAt(t testing.TB, fn string) *api.Breakpoint {
 	t.Helper()
 	// C functions carry Delve's "C." prefix; libomp's (C++ code with C
 	// linkage) do not.
@@ -97,7 +97,7 @@ func (s *Session) BreakAt(t *testing.T, fn string) *api.Breakpoint {
 
 // Continue continues the program as the user would and waits for the
 // stop, which must not be its end.
-func (s *Session) Continue(t *testing.T) *api.DebuggerState {
+func (s *Session) Continue(t testing.TB) *api.DebuggerState {
 	t.Helper()
 	var st *api.DebuggerState
 	for st = range s.User.Continue() {
@@ -111,7 +111,7 @@ func (s *Session) Continue(t *testing.T) *api.DebuggerState {
 // Unchanged checks that the user's session still stands where before
 // shows: stopped, the same thread selected at the same PC, and every
 // breakpoint of bps still set at its address with its hit count.
-func (s *Session) Unchanged(t *testing.T, before *api.DebuggerState, bps []*api.Breakpoint) {
+func (s *Session) Unchanged(t testing.TB, before *api.DebuggerState, bps []*api.Breakpoint) {
 	t.Helper()
 	st, err := s.User.GetState()
 	require.NoError(t, err)

@@ -63,6 +63,8 @@ type conn struct {
 	rc      *rpc.Client
 	timeout time.Duration
 
+	calls atomic.Uint64 // requests sent
+
 	mu     sync.Mutex
 	broken error // ErrDisconnected once the connection is gone
 	stuck  error // ErrTimeout after a call timed out, until an answer
@@ -117,6 +119,7 @@ func (c *conn) call(ctx context.Context, probe bool, method string, args, reply 
 	}
 	c.mu.Unlock()
 
+	c.calls.Add(1)
 	done := make(chan *rpc.Call, 1)
 	call := c.rc.Go("RPCServer."+method, args, reply, done)
 	timer := time.NewTimer(c.timeout)

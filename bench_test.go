@@ -202,13 +202,14 @@ func lookupAll(b *testing.B, as *ompd.AddressSpace, osThreads []target.Thread) {
 }
 
 // BenchmarkSnapshotMemory reports the heap a full snapshot needs at the
-// largest size measured: peak-heap-B is the high-water mark of the live
-// heap (HeapInuse) above what it was before, sampled every 100 µs during
-// ompd.Open + Snapshot, so a lower bound of the true peak; retained-B is
-// what stays reachable afterwards (the snapshot and the address space with
-// its caches, after a GC); growth-B is how much the retained heap grows
-// from the 2nd to the 6th snapshot of the same address space (after
-// Refresh), which should be nothing.
+// largest size measured: peak-heap-B is the high-water mark of the heap
+// (HeapAlloc: reachable objects and garbage not yet collected) above what
+// was reachable before, sampled every 100 µs during ompd.Open + Snapshot,
+// so a lower bound of the true peak; retained-B is what stays reachable
+// afterwards (the snapshot and the address space with its caches, after a
+// GC); growth-B is how much the reachable heap grows from the 2nd to the
+// 6th snapshot of the same address space (after Refresh), which should be
+// nothing.
 func BenchmarkSnapshotMemory(b *testing.B) {
 	ths := ompdtest.BenchThreads()
 	n := ths[len(ths)-1]
@@ -249,24 +250,24 @@ func BenchmarkSnapshotMemory(b *testing.B) {
 	})
 }
 
-// heapAfterGC is the live heap after a full collection.
+// heapAfterGC is the reachable heap after a full collection.
 func heapAfterGC() uint64 {
 	runtime.GC()
-	return heapInuse()
+	return heapAlloc()
 }
 
-func heapInuse() uint64 {
+func heapAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse
+	return m.HeapAlloc
 }
 
-// sampleHeap samples HeapInuse every 100 µs until the returned function
-// is called, which returns the highest value seen.
+// sampleHeap samples HeapAlloc every 100 µs until the returned function is
+// called, which returns the highest value seen.
 func sampleHeap() func() uint64 {
 	var (
 		mu   sync.Mutex
-		high = heapInuse()
+		high = heapAlloc()
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
@@ -280,7 +281,7 @@ func sampleHeap() func() uint64 {
 			case <-done:
 				return
 			case <-t.C:
-				h := heapInuse()
+				h := heapAlloc()
 				mu.Lock()
 				high = max(high, h)
 				mu.Unlock()
@@ -288,7 +289,7 @@ func sampleHeap() func() uint64 {
 		}
 	}()
 	return func() uint64 {
-		h := heapInuse()
+		h := heapAlloc()
 		close(done)
 		wg.Wait()
 		mu.Lock()

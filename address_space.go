@@ -52,19 +52,25 @@ func Open(t target.Target) (*AddressSpace, error) {
 	var errs []error
 	var found []omprt.Runtime
 	var failed error
-	for _, open := range runtimes() {
-		rt, err := open(t)
+	var unread []string // loaded but not readable
+	for _, r := range runtimes() {
+		rt, err := r.open(t)
 		if err == nil {
 			found = append(found, rt)
 			continue
 		}
-		if !errors.Is(err, ErrNoRuntime) && failed == nil {
-			failed = err
+		if !errors.Is(err, ErrNoRuntime) {
+			if failed == nil {
+				failed = err
+			}
+			unread = append(unread, r.name+" (not read: "+err.Error()+")")
 		}
 		errs = append(errs, err)
 	}
 	if len(found) > 0 {
-		return choose(t, found), nil
+		as := choose(t, found)
+		as.others = append(as.others, unread...)
+		return as, nil
 	}
 	if failed != nil {
 		// A runtime is there but cannot be read: say why.
@@ -117,7 +123,8 @@ type RuntimeInfo struct {
 	Layout  LayoutSource // where its structure layout came from
 	// AlsoLoaded names the other OpenMP runtimes the target holds, which
 	// this address space does not read: when a program loads two, Open
-	// reads the one whose threads it uses.
+	// reads the one whose threads it uses. One that could not be read
+	// (for instance never initialized) says why in parentheses.
 	AlsoLoaded []string
 }
 

@@ -132,3 +132,33 @@ func TestGCCProgramOnLLVM(t *testing.T) {
 		assert.Equal(t, names[0], fn.Symbol, "the implicit task runs its region's function")
 	}
 }
+
+// TestBothRuntimesLoaded: a program that loads LLVM's and GCC's runtimes
+// is read through the one its threads use, and the other is named.
+func TestBothRuntimesLoaded(t *testing.T) {
+	gomp, llvm := fixtures.GompRuntime(t, fixtures.GompVersions[0]), fixtures.Runtime(t)
+	for _, c := range []struct {
+		info        fixtures.RuntimeInfo
+		used, other string
+	}{
+		{fixtures.BothRuntimes(gomp, llvm), "GNU libgomp", "LLVM libomp"},
+		{fixtures.BothRuntimes(llvm, gomp), "LLVM libomp", "GNU libgomp"},
+	} {
+		t.Run(c.used, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, c.info, fixtures.Nested)
+			cr, err := core.Open(stop.Exe, stop.Core)
+			require.NoError(t, err)
+			defer cr.Close()
+			as, err := ompd.Open(cr)
+			require.NoError(t, err)
+			defer as.Close()
+			rt := as.Runtime()
+			assert.Equal(t, c.used, rt.Name)
+			require.Len(t, rt.AlsoLoaded, 1)
+			assert.Contains(t, rt.AlsoLoaded[0], c.other)
+			threads, err := as.Threads()
+			require.NoError(t, err)
+			assert.Len(t, threads, len(stop.Truth.Threads))
+		})
+	}
+}

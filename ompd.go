@@ -107,10 +107,17 @@ var (
 	ErrCorrupt = omprt.ErrCorrupt
 )
 
+// runtime is one runtime package Open asks: its name (for
+// RuntimeInfo.AlsoLoaded when it is loaded but cannot be read) and opener.
+type runtime struct {
+	name string
+	open omprt.Opener
+}
+
 // runtimes lists the runtime packages Open asks, in order. Adding a
 // runtime is adding its opener here.
-func runtimes() []omprt.Opener {
-	return []omprt.Opener{kmp.Open, gomp.Open}
+func runtimes() []runtime {
+	return []runtime{{"LLVM libomp", kmp.Open}, {gomp.Name, gomp.Open}}
 }
 
 // errorf returns an error matching kind, with a context message formatted

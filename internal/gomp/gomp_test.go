@@ -220,6 +220,11 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 					n, err := r.NumProcs()
 					require.NoError(t, err)
 					assert.Equal(t, c.NumProcs, n)
+					if truth.Env["OMP_STACKSIZE"] == "256K" {
+						v, err = global(omprt.ICVStacksizeVar)
+						require.NoError(t, err)
+						assert.EqualValues(t, 256<<10, v.Int, "stacksize-var")
+					}
 				} else {
 					_, err := global(omprt.ICVCancelVar)
 					assert.ErrorIs(t, err, omprt.ErrUnavailable, "a hidden global without debug information")

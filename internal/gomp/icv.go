@@ -10,7 +10,7 @@ import (
 
 // icvs are the ICVs libgomp has, among omprt's ids.
 var icvs = []omprt.ICV{
-	omprt.ICVDynVar, omprt.ICVRunSchedVar, omprt.ICVCancelVar,
+	omprt.ICVDynVar, omprt.ICVRunSchedVar, omprt.ICVStacksizeVar, omprt.ICVCancelVar,
 	omprt.ICVMaxTaskPriorityVar, omprt.ICVNthreadsVar,
 	omprt.ICVDisplayAffinityVar, omprt.ICVAffinityFormatVar,
 	omprt.ICVDefaultDeviceVar, omprt.ICVLevelsVar, omprt.ICVActiveLevelsVar,
@@ -206,6 +206,10 @@ func (r *Runtime) globalValue(id omprt.ICV) (omprt.Value, error) {
 		return r.globalInt("gomp_display_affinity_var", 1)
 	case omprt.ICVNumProcsVar:
 		return r.globalInt("gomp_available_cpus", 8)
+	case omprt.ICVStacksizeVar:
+		// env.c's static stacksize: OMP_STACKSIZE (or GOMP_STACKSIZE)
+		// in bytes, as OMP_DISPLAY_ENV prints it.
+		return r.globalInt("stacksize", 8)
 	case omprt.ICVAffinityFormatVar:
 		a, err := r.global("gomp_affinity_format_var")
 		if err != nil {

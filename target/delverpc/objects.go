@@ -163,15 +163,17 @@ func (t *Target) verifyLocked(o *objfile.Object) error {
 	return nil
 }
 
-// exeLocked finds and opens the executable. Its load bias is the l_addr of
-// the first entry of the dynamic linker's link_map list (found through
-// _r_debug in the libraries); a program without a dynamic linker is taken
-// to be loaded where it was linked.
+// exeLocked finds and opens the executable: the file WithExecutable
+// names, or else the program's path as its command line gives it (through
+// the path options) and /proc/PID/exe of a server on this machine, the
+// first that is the build in the process's memory. Its load bias is the
+// l_addr of the first entry of the dynamic linker's link_map list (found
+// through _r_debug in the libraries), or else where the server places
+// main (see exeBiasLocked).
 func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
 	info := ImageInfo{Name: t.exeName()}
-	set := objfile.NewSet(libs...)
 	biasKnown := false
-	if rd, err := set.Lookup("_r_debug"); err == nil {
+	if rd, err := objfile.NewSet(libs...).Lookup("_r_debug"); err == nil {
 		lm, err := objfile.ReadLinkMap(lockedMemory{t}, rd, 8, binary.LittleEndian)
 		if err != nil || len(lm) == 0 {
 			info.Err = fmt.Errorf("executable's load bias: dynamic linker's list: %w", errors.Join(err, errEmpty))
@@ -179,34 +181,40 @@ func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
 		}
 		info.Bias, biasKnown = lm[0].LAddr, true
 	}
-	var names []string
-	if t.cfg.exe != "" {
-		if !biasKnown {
-			b, err := t.exeBiasLocked(t.cfg.exe)
-			if err != nil {
-				info.Err = fmt.Errorf("executable's load bias: %w", err)
-				return info
-			}
-			info.Bias = b
+	var paths []string
+	switch {
+	case t.cfg.exe != "":
+		paths = []string{t.cfg.exe}
+	default:
+		if strings.HasPrefix(info.Name, "/") {
+			paths = t.cfg.files.Candidates(info.Name)
 		}
-		im := t.openExact(info.Name, info.Bias, t.cfg.exe)
-		info.Path, info.Err = im.path, im.err
-		return info
+		if t.stop.pid > 0 {
+			paths = append(paths, "/proc/"+strconv.Itoa(t.stop.pid)+"/exe")
+		}
 	}
-	if strings.HasPrefix(info.Name, "/") {
-		names = append(names, info.Name)
+	var errs []error
+	for _, p := range paths {
+		bias := info.Bias
+		if !biasKnown {
+			b, err := t.exeBiasLocked(p)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: load bias: %w", p, err))
+				continue
+			}
+			bias = b
+		}
+		im := t.openExact(info.Name, bias, p)
+		if im.o != nil {
+			info.Path, info.Bias = im.path, bias
+			return info
+		}
+		errs = append(errs, im.err)
 	}
-	im := t.openLocked(info.Name, info.Bias, names)
-	if im.o == nil && t.stop.pid > 0 {
-		// A server on this machine: its process's executable.
-		proc := "/proc/" + strconv.Itoa(t.stop.pid) + "/exe"
-		delete(t.opened, imageKey{info.Name, info.Bias})
-		im = t.openExact(info.Name, info.Bias, proc)
+	if len(errs) == 0 {
+		errs = append(errs, errors.New("the server names no program"))
 	}
-	info.Path, info.Err = im.path, im.err
-	if im.err != nil {
-		info.Err = fmt.Errorf("executable (command line %q): %w; name it with WithExecutable", t.stop.cmdline, im.err)
-	}
+	info.Err = fmt.Errorf("executable (command line %q): %w; name it with WithExecutable", t.stop.cmdline, errors.Join(errs...))
 	return info
 }
 
@@ -248,7 +256,9 @@ func (t *Target) exeBiasLocked(path string) (uint64, error) {
 	return 0, fmt.Errorf("the server places no function main: %w", target.ErrNotFound)
 }
 
-// openExact opens path, not mapped by the path options, for name.
+// openExact opens path for the object the server calls name, loaded at
+// bias, if it is the build in the process's memory. A success is kept for
+// later stops; a failure is tried again.
 func (t *Target) openExact(name string, bias uint64, path string) *image {
 	k := imageKey{name, bias}
 	if im, ok := t.opened[k]; ok && im.o != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 )
@@ -16,6 +17,9 @@ type AddressSpace struct {
 	rt     omprt.Runtime
 	others []string // the other runtimes loaded, not read
 	closed atomic.Bool
+	// refreshed is set by the first Refresh: until then every handle
+	// was made from the memory read now (see unchanged).
+	refreshed atomic.Bool
 }
 
 // Open detects the OpenMP runtime in t (LLVM's libomp or GCC's libgomp),
@@ -79,7 +83,7 @@ func Open(t target.Target) (*AddressSpace, error) {
 	if len(errs) == 1 {
 		return nil, errs[0]
 	}
-	return nil, fmt.Errorf("%w (%w)", ErrNoRuntime, errors.Join(errs...))
+	return nil, fmt.Errorf("%w (%w)", ErrNoRuntime, errjoin.Join(errs...))
 }
 
 // choose picks, among the runtimes loaded in one target, the one whose
@@ -87,7 +91,7 @@ func Open(t target.Target) (*AddressSpace, error) {
 // tie), and records the others.
 func choose(t target.Target, found []omprt.Runtime) *AddressSpace {
 	if len(found) == 1 {
-		return &AddressSpace{t: t, rt: found[0]}
+		return newAddressSpace(t, found[0])
 	}
 	best, most := 0, -1
 	for i, rt := range found {
@@ -95,7 +99,7 @@ func choose(t target.Target, found []omprt.Runtime) *AddressSpace {
 			best, most = i, len(refs)
 		}
 	}
-	as := &AddressSpace{t: t, rt: found[best]}
+	as := newAddressSpace(t, found[best])
 	for i, rt := range found {
 		if i != best {
 			as.others = append(as.others, rt.Info().Name)
@@ -144,6 +148,7 @@ func (as *AddressSpace) LayoutSource() LayoutSource { return LayoutSource(as.rt.
 // Handles stay usable: they are checked against the new memory and fail with
 // ErrStaleHandle where the runtime shows their object is gone.
 func (as *AddressSpace) Refresh() {
+	as.refreshed.Store(true)
 	if r, ok := as.t.(target.Refresher); ok {
 		r.Refresh()
 	}

@@ -29,8 +29,10 @@ var Sentinels = []error{ompd.ErrUnavailable, ompd.ErrStaleHandle, ompd.ErrBadInp
 	ompd.ErrNeedsStateTracking, ompd.ErrIncompatible, ompd.ErrReadFailed, ompd.ErrWriteFailed, ompd.ErrCorrupt}
 
 // SentinelProblems returns what is wrong with err, an error of package
-// ompd from the call what: a message with a newline, no sentinel matched.
-// It returns nil for a nil err.
+// ompd from the call what on an address space that has not been
+// refreshed: a message with a newline, no sentinel matched, a stale handle
+// (its memory has not changed since Open: an object that reads as freed
+// or replaced is corrupt). It returns nil for a nil err.
 func SentinelProblems(what string, err error) []string {
 	if err == nil {
 		return nil
@@ -38,6 +40,9 @@ func SentinelProblems(what string, err error) []string {
 	var out []string
 	if strings.Contains(err.Error(), "\n") {
 		out = append(out, fmt.Sprintf("%s: error with a newline: %q", what, err))
+	}
+	if errors.Is(err, ompd.ErrStaleHandle) {
+		out = append(out, fmt.Sprintf("invariant not stale: %s: a stale handle in memory that has not changed: %v", what, err))
 	}
 	for _, s := range Sentinels {
 		if errors.Is(err, s) {
@@ -48,7 +53,8 @@ func SentinelProblems(what string, err error) []string {
 }
 
 // Invariants takes a Snapshot and walks every thread's regions and tasks
-// itself, and returns the broken invariants.
+// itself, and returns the broken invariants. The address space must not
+// have been refreshed since Open (see SentinelProblems).
 func Invariants(as *ompd.AddressSpace) []string {
 	var out []string
 	snap, err := as.Snapshot(context.Background())
@@ -58,13 +64,20 @@ func Invariants(as *ompd.AddressSpace) []string {
 	}
 	ths, err := as.Threads()
 	out = append(out, SentinelProblems("threads", err)...)
+	reported := make(map[string]bool)
+	if snap != nil {
+		for _, e := range snap.Errors {
+			about, _, _ := strings.Cut(e, ": ")
+			reported[about] = true
+		}
+	}
 	for _, th := range ths {
 		rp, rerr := walkRegions(th)
 		tp, terr := walkTasks(th)
 		out = append(append(out, rp...), tp...)
 		if snap != nil {
-			out = append(out, cutReported(snap, th, "parallel chain", rerr)...)
-			out = append(out, cutReported(snap, th, "task chain", terr)...)
+			out = append(out, cutReported(reported, th, "parallel chain", rerr)...)
+			out = append(out, cutReported(reported, th, "task chain", terr)...)
 		}
 	}
 	return out
@@ -74,15 +87,16 @@ func Invariants(as *ompd.AddressSpace) []string {
 // natural end (the error that ended it is not ErrUnavailable) is reported
 // in the snapshot's errors, under the thread's id and the chain's name or
 // as an error of the whole thread.
-func cutReported(s *ompd.Snapshot, th ompd.Thread, chain string, end error) []string {
+// reported is the set of what a snapshot's errors are about (the text
+// before the first ": "), made once per snapshot: a corrupt thread table
+// gives tens of thousands of threads and errors.
+func cutReported(reported map[string]bool, th ompd.Thread, chain string, end error) []string {
 	if end == nil || errors.Is(end, ompd.ErrUnavailable) {
 		return nil
 	}
 	id := th.String()
-	for _, e := range s.Errors {
-		if strings.HasPrefix(e, id+" "+chain+": ") || strings.HasPrefix(e, id+" thread: ") {
-			return nil
-		}
+	if reported[id+" "+chain] || reported[id+" thread"] {
+		return nil
 	}
 	return []string{fmt.Sprintf("invariant cut reported: thread %v: its %s ends with %v, which the snapshot does not report", th, chain, end)}
 }
@@ -96,6 +110,9 @@ func checkSnapshot(s *ompd.Snapshot) []string {
 	for _, e := range s.Errors {
 		if strings.Contains(e, "\n") {
 			out = append(out, fmt.Sprintf("snapshot error with a newline: %q", e))
+		}
+		if strings.Contains(e, ompd.ErrStaleHandle.Error()) {
+			out = append(out, fmt.Sprintf("invariant not stale: snapshot error: %s", e))
 		}
 	}
 	for _, th := range s.Threads {

@@ -1,0 +1,67 @@
+package ompd
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
+)
+
+// newAddressSpace returns the address space of runtime rt in t.
+func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
+	as := &AddressSpace{t: t}
+	as.rt = unchanged{Runtime: rt, refreshed: &as.refreshed}
+	return as
+}
+
+// unchanged is the runtime of an address space, which tells a stale
+// handle from corrupt memory. A handle is stale when the object it names
+// was freed or reused after the handle was made; that takes a target whose
+// memory changed, which the address space learns through Refresh. Until
+// the first Refresh (always, on a core) every handle was made from the
+// memory read now, so an object that reads as freed or replaced is
+// corrupt memory: ErrCorrupt, with the runtime's words, not
+// ErrStaleHandle.
+type unchanged struct {
+	omprt.Runtime
+	refreshed interface{ Load() bool }
+}
+
+func (u unchanged) fix(err error) error {
+	if err == nil || u.refreshed.Load() || !errors.Is(err, ErrStaleHandle) {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), ": "+ErrStaleHandle.Error(), "")
+	return errorf(ErrCorrupt, "%s (not a stale handle: the memory has not changed since it was made)", msg)
+}
+
+func (u unchanged) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {
+	d, err := u.Runtime.Thread(r)
+	return d, u.fix(err)
+}
+
+func (u unchanged) Region(r omprt.Ref) (*omprt.RegionData, error) {
+	d, err := u.Runtime.Region(r)
+	return d, u.fix(err)
+}
+
+func (u unchanged) Task(r omprt.Ref) (*omprt.TaskData, error) {
+	d, err := u.Runtime.Task(r)
+	return d, u.fix(err)
+}
+
+func (u unchanged) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
+	t, err := u.Runtime.RegionThread(r, n)
+	return t, u.fix(err)
+}
+
+func (u unchanged) ImplicitTask(r omprt.Ref, n int) (omprt.Ref, error) {
+	t, err := u.Runtime.ImplicitTask(r, n)
+	return t, u.fix(err)
+}
+
+func (u unchanged) ICV(s omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
+	v, err := u.Runtime.ICV(s, id)
+	return v, u.fix(err)
+}

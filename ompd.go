@@ -8,7 +8,8 @@
 // runtime knows: its threads and their states, the nest of parallel regions,
 // the task tree, every internal control variable (ICV), the display control
 // variables, and the breakpoint addresses where regions and tasks begin and
-// end.
+// end. Where the target can read registers, [Thread.Backtrace] unwinds a
+// thread's stack and places each frame in the thread's tasks and regions.
 //
 // The entry point is [Open], which detects the runtime in the target and
 // reads its layout tables:

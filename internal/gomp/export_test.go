@@ -12,6 +12,8 @@ const (
 	StateLock            = stateLock
 	StateMutex           = stateMutex
 	StateCritical        = stateCritical
+	StateTaskwait        = stateTaskwait
+	StateTaskgroup       = stateTaskgroup
 	FlagImplicit         = flagImplicit
 	FlagUndeferred       = flagUndeferred
 	TaskKindField        = taskKind

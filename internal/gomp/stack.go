@@ -118,7 +118,10 @@ func (r *Runtime) readStack(th *thread) stackInfo {
 		f := &st.Frames[i]
 		fi := frameInfo{pc: f.PC}
 		if cl, err := loc.LocateCode(f.LookupPC()); err == nil {
-			fi.function, fi.entry = cl.Function, cl.Entry
+			// libgomp's internal aliases of its exported functions
+			// (ialias) and versioned names say the same.
+			fi.function, fi.entry = strings.TrimPrefix(cl.Function, "gomp_ialias_"), cl.Entry
+			fi.function, _, _ = strings.Cut(fi.function, "@")
 			base := path.Base(cl.Object)
 			switch {
 			case isLibgomp(base):

@@ -223,7 +223,7 @@ func (k Key) Describe() string {
 	if k.State != "" {
 		b.WriteString(k.State)
 	} else {
-		b.WriteString("(state not tracked)")
+		b.WriteString("(state unknown)")
 	}
 	active := 0
 	for _, r := range k.Regions {

@@ -343,14 +343,33 @@ func (m *Memory) Prefetch(addrs []uint64, size uint64) {
 		for j < len(pages) && pages[j]-pages[j-1] <= (maxPrefetchGap+1)*PageSize && (pages[j]-pages[i])/PageSize < maxPrefetchRun {
 			j++
 		}
-		first, last := pages[i], pages[j-1]
-		buf := make([]byte, last-first+PageSize)
-		if err := m.T.ReadMemory(buf, first); err == nil {
-			for pg := first; pg <= last; pg += PageSize {
-				off := pg - first
-				m.store(pg, buf[off:off+PageSize:off+PageSize])
+		if !m.readRun(pages[i], pages[j-1]) {
+			// A page between two wanted ones is not mapped: read the
+			// runs of adjacent wanted pages alone.
+			for k := i; k < j; {
+				l := k + 1
+				for l < j && pages[l] == pages[l-1]+PageSize {
+					l++
+				}
+				if l-k < j-i {
+					m.readRun(pages[k], pages[l-1])
+				}
+				k = l
 			}
 		}
 		i = j
 	}
+}
+
+// readRun reads and caches pages first..last with one target read.
+func (m *Memory) readRun(first, last uint64) bool {
+	buf := make([]byte, last-first+PageSize)
+	if err := m.T.ReadMemory(buf, first); err != nil {
+		return false
+	}
+	for pg := first; pg <= last; pg += PageSize {
+		off := pg - first
+		m.store(pg, buf[off:off+PageSize:off+PageSize])
+	}
+	return true
 }

@@ -1,0 +1,109 @@
+package omprt_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fakeruntime"
+	"github.com/ompd-go/ompd/internal/omprt"
+)
+
+const page = omprt.PageSize
+
+// Prefetch reads the pages of many small structures with one target read
+// per run of nearby pages, reads through short gaps, and falls back to
+// the adjacent runs alone when a gap is not mapped.
+func TestPrefetch(t *testing.T) {
+	const base = 0x100000
+	for _, c := range []struct {
+		name   string
+		mapped [][2]uint64 // page index, pages
+		want   []uint64    // structures, by page index
+		reads  int64
+	}{
+		{"adjacent", [][2]uint64{{0, 2}}, []uint64{0, 1}, 1},
+		{"gap mapped", [][2]uint64{{0, 4}}, []uint64{0, 3}, 1},
+		{"gap unmapped", [][2]uint64{{0, 1}, {2, 1}}, []uint64{0, 2}, 3},
+		{"far apart", [][2]uint64{{0, 1}, {10, 1}}, []uint64{0, 10}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := fakeruntime.NewTarget(fakeruntime.Config{})
+			for _, m := range c.mapped {
+				require.NoError(t, tg.Map(base+m[0]*page, int(m[1]*page)))
+			}
+			mem := omprt.NewMemory(tg)
+			var addrs []uint64
+			for _, p := range c.want {
+				addrs = append(addrs, base+p*page+64)
+			}
+			tg.ResetCounters()
+			mem.Prefetch(addrs, 128)
+			assert.Equal(t, c.reads, tg.Reads(), "reads of the prefetch")
+			tg.ResetCounters()
+			for _, a := range addrs {
+				_, err := mem.View(a, 128, "structure")
+				require.NoError(t, err)
+			}
+			assert.Zero(t, tg.Reads(), "every structure served from the cache")
+		})
+	}
+}
+
+// Cache hands every caller the same record, however many decode it at once.
+func TestCacheOneRecordPerKey(t *testing.T) {
+	var c omprt.Cache[int, *int]
+	var wg sync.WaitGroup
+	got := make([]*int, 16)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[g] = c.Get(7, func(k int) *int { v := k; return &v })
+		}()
+	}
+	wg.Wait()
+	for _, p := range got {
+		assert.Same(t, got[0], p)
+	}
+	v, ok := c.Load(7)
+	assert.True(t, ok)
+	assert.Same(t, got[0], v)
+	c.Store(7, new(int))
+	v, _ = c.Load(7)
+	assert.Same(t, got[0], v, "the first record stays")
+}
+
+// Errors match their sentinel and cause, say the sentinel once, and cost
+// no allocation when tested with errors.Is.
+func TestErrors(t *testing.T) {
+	cause := errors.New("read of 8 bytes at 0x10: memory not available")
+	e1 := omprt.Wrap(omprt.ErrReadFailed, cause, "team at %#x", 0x10)
+	assert.EqualError(t, e1, "team at 0x10: ompd: target read failed: "+cause.Error())
+	assert.ErrorIs(t, e1, omprt.ErrReadFailed)
+	assert.ErrorIs(t, e1, cause)
+	e2 := omprt.Wrap(omprt.ErrCorrupt, e1, "region")
+	assert.EqualError(t, e2, "region: "+e1.Error(), "the sentinel once")
+	assert.ErrorIs(t, e2, omprt.ErrReadFailed)
+	assert.NotErrorIs(t, e2, omprt.ErrCorrupt)
+
+	var store omprt.ErrorStore
+	ne := store.Error(omprt.ErrUnavailable, omprt.TaskN(omprt.Ref{Addr: 0x40, Level: 2}), " has no generating task")
+	assert.EqualError(t, ne, "task/0x40/L2 has no generating task: ompd: unavailable")
+	e3 := omprt.Wrap(omprt.ErrCorrupt, ne, "walk")
+	assert.EqualError(t, e3, "walk: "+ne.Error())
+	assert.ErrorIs(t, e3, omprt.ErrUnavailable)
+	for i := 0; i < 8; i++ { // past the store's room
+		assert.ErrorIs(t, store.Error(omprt.ErrCorrupt, omprt.RegionN(omprt.Ref{Addr: 1}), " x"), omprt.ErrCorrupt)
+	}
+
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = errors.Is(e2, omprt.ErrUnavailable)
+		_ = errors.Is(ne, omprt.ErrUnavailable)
+	})
+	assert.Zero(t, allocs, "errors.Is allocates")
+	assert.ErrorIs(t, omprt.Errorf(omprt.ErrNoRuntime, "open"), omprt.ErrIncompatible)
+}

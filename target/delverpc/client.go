@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -29,6 +30,10 @@ var (
 	// ErrAPIVersion reports a server that does not speak version 2 of
 	// Delve's JSON-RPC API (start it with --api-version 2).
 	ErrAPIVersion = errors.New("delve server speaks another API version")
+	// ErrNotMulticlient reports a server started without
+	// --accept-multiclient: it serves one client, and ends (killing a
+	// program it started) when that client disconnects.
+	ErrNotMulticlient = errors.New("delve server does not accept several clients")
 	// ErrRunning reports that the process is running: the user's debugger
 	// resumed it. Stop it there (a breakpoint, or an interrupt) and call
 	// Update.
@@ -73,6 +78,9 @@ type conn struct {
 func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("delverpc: connect to %s: %w (nothing listens there; a headless dlv started without --accept-multiclient stops listening once its first client connected)", addr, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("delverpc: connect to %s: %w", addr, err)
 	}

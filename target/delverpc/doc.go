@@ -62,7 +62,9 @@
 // once with it until Update gets an answer; a connection that is gone (the
 // server exited, or the address is not a Delve server) gives
 // ErrDisconnected; an error the server returned is a *ServerError. A
-// Target is safe for concurrent use.
+// server started without --accept-multiclient gives ErrNotMulticlient (it
+// serves one client only, and ends when that client leaves). A Target is
+// safe for concurrent use.
 //
 // The package supports linux/amd64 programs (fs_base as the thread
 // pointer, glibc's thread-local storage layout).

@@ -60,6 +60,7 @@ func listen(t *testing.T, serve func(net.Conn)) string {
 type fakeServer struct {
 	apiVersion int
 	dieOnRead  bool
+	single     bool // not --accept-multiclient
 	conn       net.Conn
 	mu         sync.Mutex
 	calls      []string
@@ -82,6 +83,12 @@ func (s *RPCServer) GetVersion(_ api.GetVersionIn, out *api.GetVersionOut) error
 
 func (s *RPCServer) SetApiVersion(_ api.SetAPIVersionIn, _ *api.SetAPIVersionOut) error {
 	s.note("SetApiVersion")
+	return nil
+}
+
+func (s *RPCServer) IsMulticlient(_ rpc2.IsMulticlientIn, out *rpc2.IsMulticlientOut) error {
+	s.note("IsMulticlient")
+	out.IsMulticlient = !s.f.single
 	return nil
 }
 
@@ -126,6 +133,7 @@ func TestDialWrongAddress(t *testing.T) {
 	_, err = delverpc.Dial(ctx, addr, delverpc.WithTimeout(2*time.Second))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "connect to "+addr)
+	assert.Contains(t, err.Error(), "--accept-multiclient")
 
 	// Something that accepts and never answers: a time-out.
 	silent := listen(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
@@ -217,4 +225,17 @@ type hangingServer struct {
 func (s *hangingServer) ExamineMemory(in rpc2.ExamineMemoryIn, out *rpc2.ExaminedMemoryOut) error {
 	<-s.hang
 	return errors.New("late")
+}
+
+// TestDialSingleClient: a server that serves one client only is refused
+// with an error that says what happened.
+func TestDialSingleClient(t *testing.T) {
+	f := &fakeServer{apiVersion: 2, single: true}
+	addr := listen(t, f.serve)
+	_, err := delverpc.Dial(context.Background(), addr, delverpc.WithTimeout(5*time.Second))
+	require.ErrorIs(t, err, delverpc.ErrNotMulticlient)
+	assert.Contains(t, err.Error(), "--accept-multiclient")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Equal(t, []string{"GetVersion", "IsMulticlient"}, f.calls)
 }

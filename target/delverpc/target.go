@@ -128,7 +128,10 @@ type stopInfo struct {
 // "dlv --headless --accept-multiclient --api-version 2" server) and
 // returns its process as it stands. The server must speak API version 2;
 // Dial checks that before anything else and never changes the version the
-// server serves. Dial succeeds while the process is running, but the
+// server serves. It must also accept several clients: a server without
+// --accept-multiclient refuses a second client, and, if Dial's connection is
+// its first, it ends when that connection closes (Delve's behaviour), so
+// Dial fails with ErrNotMulticlient then. Dial succeeds while the process is running, but the
 // Target's reads then fail with ErrRunning until Update sees a stop.
 //
 // Close the Target to close the connection; that leaves the server, its
@@ -154,6 +157,17 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Target, error) {
 	if v.APIVersion != 2 {
 		c.close()
 		return nil, fmt.Errorf("delverpc: %s: %w: version %d (Delve %s); ompd-go needs --api-version 2", addr, ErrAPIVersion, v.APIVersion, v.DelveVersion)
+	}
+	var mc rpc2.IsMulticlientOut
+	if err := c.call(ctx, false, "IsMulticlient", rpc2.IsMulticlientIn{}, &mc); err != nil {
+		c.close()
+		return nil, err
+	}
+	if !mc.IsMulticlient {
+		// Nothing can be done now: closing this connection ends the
+		// server. Say so.
+		c.close()
+		return nil, fmt.Errorf("delverpc: %s: %w: start it with --accept-multiclient (this connection was its only client: the server ends with it)", addr, ErrNotMulticlient)
 	}
 	t := &Target{c: c, cfg: cfg, opened: make(map[imageKey]*image)}
 	if _, err := t.Update(ctx); err != nil && !errors.Is(err, ErrRunning) {

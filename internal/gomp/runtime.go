@@ -152,11 +152,16 @@ func orNone(s string) string {
 
 // Info says which runtime this is and where its layout came from.
 func (r *Runtime) Info() omprt.Info {
-	// The version is the GCC release of a known layout the library
-	// matches, else its newest symbol version.
+	// The version: the GCC release of the build this very library is
+	// (by build-id), else its newest symbol version, which names its ABI,
+	// with the release whose layout it shares.
 	v := r.lib.newestNode
 	if l, ok := knownLayout(r.lib); ok {
-		v = "GCC " + l.GCC
+		if l.BuildID == r.lib.buildID {
+			v = "GCC " + l.GCC
+		} else {
+			v += " (the layout of GCC " + l.GCC + ")"
+		}
 	}
 	return omprt.Info{Name: Name, Version: v, Layout: r.source, InfersStates: true}
 }

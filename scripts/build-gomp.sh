@@ -166,4 +166,6 @@ for b in "${BUILDS[@]}"; do
 	echo "$version $pkg $suite $sum" >"$out/stamp"
 	log "built $out/lib/libgomp.so.1"
 done
+# The apt lists are only needed to fetch: keep the cache small.
+rm -rf "$work"
 log "done: $dir"

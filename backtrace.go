@@ -172,7 +172,7 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 				}
 				fr.Runtime = rtObject != "" && l.Object == rtObject
 			}
-		} else if s, ok := tg.(Symbolizer); ok {
+		} else if s, ok := tg.(target.Symbolizer); ok {
 			fr.Function, _ = s.SymbolAt(f.LookupPC())
 		}
 		bt.Frames[i] = fr

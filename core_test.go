@@ -138,7 +138,7 @@ func TestAddressSpaceOnCore(t *testing.T) {
 
 	bps, err := as.Breakpoints()
 	require.NoError(t, err)
-	sym, ok := as.Target().(ompd.Symbolizer)
+	sym, ok := as.Target().(target.Symbolizer)
 	require.True(t, ok, "target/core names code addresses")
 	for _, bp := range bps.All() {
 		require.NotZero(t, bp.Addr, bp.Name)
@@ -250,7 +250,7 @@ func TestEnumerations(t *testing.T) {
 	}
 	assert.Len(t, names, len(states))
 
-	icvs := ompd.ICVs()
+	icvs := ompd.AllICVs()
 	assert.Len(t, icvs, 30, "every ICV of LLVM's libompd 19")
 	for i, id := range icvs {
 		assert.Equal(t, ompd.ICV(i+1), id, "ids in libompd's order")

@@ -724,19 +724,19 @@ func TestFakeICVs(t *testing.T) {
 			require.NoError(t, err, what)
 			assert.Equal(t, w.str, str, what)
 		}
-		for _, id := range ompd.ICVs() {
+		for _, id := range ompd.AllICVs() {
 			assert.True(t, seen[id], "ICV %v (%d) not checked", id, int(id))
 			assert.NotEmpty(t, id.Name())
 			back, ok := ompd.ICVByName(id.Name())
 			assert.True(t, ok)
 			assert.Equal(t, id, back)
 		}
-		assert.Equal(t, ompd.ICVs(), as.ICVs())
+		assert.Equal(t, ompd.AllICVs(), as.ICVs())
 
 		// Wrong scopes and unknown ids.
 		scopes := []ompd.Scope{as, t2, par4, taskB}
 		for _, sc := range scopes {
-			for _, id := range ompd.ICVs() {
+			for _, id := range ompd.AllICVs() {
 				if id.Scope() == sc.ScopeKind() {
 					continue
 				}
@@ -756,7 +756,7 @@ func TestFakeICVs(t *testing.T) {
 		// The typed accessors agree.
 		list, err := t0.NthreadsList()
 		require.NoError(t, err)
-		assert.Equal(t, []int64{4, 3, 1}, list)
+		assert.Equal(t, []int{4, 3, 1}, list)
 		mt, err := t2.MaxThreads()
 		require.NoError(t, err)
 		assert.Equal(t, 3, mt)
@@ -1976,7 +1976,7 @@ func fakeWalk(as *ompd.AddressSpace, limit int, onErr func(what string, err erro
 		}
 	}
 	scope := func(sc ompd.Scope) {
-		for _, id := range ompd.ICVs() {
+		for _, id := range ompd.AllICVs() {
 			if id.Scope() != sc.ScopeKind() {
 				continue
 			}

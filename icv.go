@@ -114,8 +114,10 @@ func (i ICV) String() string {
 	return fmt.Sprintf("ICV(%d)", int(i))
 }
 
-// ICVs enumerates every ICV (ompd_enumerate_icvs), in id order.
-func ICVs() []ICV {
+// AllICVs enumerates every ICV this package knows, in id order (LLVM's
+// libompd's ids). AddressSpace.ICVs gives those a runtime has
+// (ompd_enumerate_icvs).
+func AllICVs() []ICV {
 	out := make([]ICV, 0, icvEnd-1)
 	for i := ICV(1); i < icvEnd; i++ {
 		out = append(out, i)
@@ -139,8 +141,8 @@ func ICVByName(name string) (ICV, bool) {
 	return 0, false
 }
 
-// ICVs enumerates the ICVs this address space's runtime has (OMPD's
-// per-address-space enumeration): every ICV for LLVM's runtime.
+// ICVs enumerates the ICVs this address space's runtime has
+// (ompd_enumerate_icvs): every ICV of AllICVs for LLVM's runtime.
 func (as *AddressSpace) ICVs() []ICV {
 	ids := as.rt.ICVs()
 	out := make([]ICV, len(ids))
@@ -266,12 +268,16 @@ func (t Thread) ICVString(id ICV) (string, error) { return icvText(t.as.icv(t.sc
 // NthreadsList returns the thread's nthreads-var: the number of threads for
 // the next parallel region it starts, then for each region nested below it.
 // The first element is what omp_get_max_threads returns in the thread.
-func (t Thread) NthreadsList() ([]int64, error) {
+func (t Thread) NthreadsList() ([]int, error) {
 	v, err := t.as.icv(t.scope(), ICVNthreadsVar)
 	if err != nil {
 		return nil, err
 	}
-	return append([]int64(nil), v.List...), nil
+	out := make([]int, len(v.List))
+	for i, n := range v.List {
+		out[i] = int(n)
+	}
+	return out, nil
 }
 
 // MaxThreads returns the thread's omp_get_max_threads (ompd_get_max_threads):

@@ -175,16 +175,9 @@ func (f Function) String() string {
 	return fmt.Sprintf("%#x", f.Addr)
 }
 
-// Symbolizer is implemented by targets that can name the function at a
-// code address. target/core and target/delve implement it.
-type Symbolizer interface {
-	// SymbolAt returns the name of the function symbol containing addr.
-	SymbolAt(addr uint64) (string, bool)
-}
-
 func (as *AddressSpace) function(addr uint64) Function {
 	f := Function{Addr: addr}
-	if s, ok := as.t.(Symbolizer); ok {
+	if s, ok := as.t.(target.Symbolizer); ok {
 		f.Symbol, _ = s.SymbolAt(addr)
 	}
 	if cl, ok := as.t.(target.CodeLocator); ok {

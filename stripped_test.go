@@ -21,6 +21,7 @@ import (
 	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // These tests recreate what users of a distribution have: the OpenMP
@@ -102,7 +103,7 @@ func TestStrippedRuntimeByBuildID(t *testing.T) {
 			// from the debug file, and name their addresses.
 			bps, err := as.Breakpoints()
 			require.NoError(t, err)
-			sym, ok := as.Target().(ompd.Symbolizer)
+			sym, ok := as.Target().(target.Symbolizer)
 			require.True(t, ok)
 			for _, bp := range bps.All() {
 				got, ok := sym.SymbolAt(bp.Addr)
@@ -208,7 +209,7 @@ func (d *debuginfodServer) count(id []byte) int {
 func TestStrippedRuntimeDebuginfod(t *testing.T) {
 	stop, s := strippedStop(t, fixtures.VariantOMPD, fixtures.Tasks)
 	srv := newDebuginfod(t, map[string]string{enchex.EncodeToString(s.BuildID): s.DebugFile})
-	client := &core.DebuginfodClient{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
+	client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
 
 	c, as, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
 	require.NoError(t, err)
@@ -241,7 +242,7 @@ func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 	stop, s := strippedStop(t, fixtures.VariantOMPD, fixtures.Nested)
 	t.Run("404", func(t *testing.T) {
 		srv := newDebuginfod(t, nil)
-		client := &core.DebuginfodClient{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
+		client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
 		c, _, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
 		require.Error(t, err)
 		t.Logf("server answering 404: %v", err)
@@ -264,7 +265,7 @@ func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 		}))
 		t.Cleanup(srv.Close)
 		t.Cleanup(func() { close(release) })
-		client := &core.DebuginfodClient{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
+		client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
 		start := time.Now()
 		c, _, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
 		elapsed := time.Since(start)

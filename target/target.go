@@ -199,6 +199,14 @@ func ReadString(t Target, addr uint64, max int) (string, error) {
 	return "", fmt.Errorf("string at %#x longer than %d bytes", addr, max)
 }
 
+// Symbolizer is implemented by targets that can name the function at a
+// code address (target/core, target/delve and target/delverpc do): the
+// entry functions of regions and tasks get their symbols from it.
+type Symbolizer interface {
+	// SymbolAt returns the name of the function symbol containing addr.
+	SymbolAt(addr uint64) (string, bool)
+}
+
 // BitFieldLocator is implemented by targets whose debug information can
 // locate bit-field members. ompd-go needs it only to read a runtime built
 // without OMPD support, whose task flags it must find in DWARF.

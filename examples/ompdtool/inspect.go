@@ -13,6 +13,7 @@ import (
 	"github.com/ompd-go/ompd/internal/summary"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // progressf says on standard error what the tool is doing, unless -q.
@@ -24,15 +25,15 @@ func (o *options) progressf(format string, args ...any) {
 
 // debuginfod returns the client of the servers DEBUGINFOD_URLS names (nil
 // if none), reporting its downloads on standard error.
-func (o *options) debuginfod() *core.DebuginfodClient {
-	c := core.DebuginfodFromEnv()
+func (o *options) debuginfod() *debuginfod.Client {
+	c := debuginfod.FromEnv(os.Getenv)
 	if c != nil {
 		c.Progress = o.downloadProgress
 	}
 	return c
 }
 
-func (o *options) downloadProgress(p core.DebuginfodProgress) {
+func (o *options) downloadProgress(p debuginfod.Progress) {
 	size := "size unknown"
 	if p.Total >= 0 {
 		size = byteCount(p.Total)

@@ -16,7 +16,7 @@ import (
 func (o *options) liveOptions() []delve.Option {
 	opts := []delve.Option{delve.WithDebuginfod(o.debuginfod())}
 	if len(o.debugDirs) > 0 {
-		opts = append(opts, delve.WithDebugInfoDirs(o.debugDirs...))
+		opts = append(opts, delve.WithDebugDirs(o.debugDirs...))
 	}
 	// A launched program's runtime tracks states and calls its breakpoint
 	// functions only with OMP_DEBUG=enabled; -env can override it.

@@ -455,7 +455,7 @@ func (s *session) addressSpace() {
 
 	// The enumerations: same ids, names and scopes.
 	var o, l []string
-	for _, id := range ompd.ICVs() {
+	for _, id := range ompd.AllICVs() {
 		o = append(o, fmt.Sprintf("%d:%s:%d", int(id), id.Name(), int(id.Scope())))
 	}
 	icvs, err := s.las.ICVs()
@@ -601,7 +601,7 @@ type icvTruth func(name string, str bool) *truth
 // the string for the integer form of a list ICV; the kind the schedule
 // string names for run-sched-var. Text ICVs have no integer form.
 func (s *session) icvs(where string, scope ompd.ScopeKind, o ompd.Scope, l libICVScope, tr icvTruth) {
-	for _, id := range ompd.ICVs() {
+	for _, id := range ompd.AllICVs() {
 		if id.Scope() != scope {
 			continue
 		}

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Errors returned by Find.
@@ -31,6 +32,8 @@ var (
 	ErrNotFound = errors.New("debuginfo: no debug file found")
 	// ErrMismatch: a candidate was found but belongs to another build.
 	ErrMismatch = errors.New("debuginfo: debug file does not match the object")
+	// ErrServer: no debuginfod server could give the file.
+	ErrServer = debuginfod.ErrServer
 )
 
 // DefaultDebugDirs are the global debug directories searched when Options
@@ -44,7 +47,7 @@ type Options struct {
 	// non-nil slice searches none.
 	DebugDirs []string
 	// Debuginfod, if not nil, is asked when the local search fails.
-	Debuginfod *Client
+	Debuginfod *debuginfod.Client
 }
 
 func (o Options) dirs() []string {
@@ -203,6 +206,9 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 			return cand, nil
 		}
 		if len(mismatches) == 0 {
+			if errors.Is(err, debuginfod.ErrNotFound) {
+				return "", fmt.Errorf("debuginfo: %s: %w: %w", path, ErrNotFound, err)
+			}
 			return "", fmt.Errorf("debuginfo: %s: %w", path, err)
 		}
 	}

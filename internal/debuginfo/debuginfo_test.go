@@ -4,7 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // requireTools fails under CI=true and skips elsewhere when a tool is
@@ -220,7 +220,7 @@ func TestDebuginfod(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("served after a 404 server", func(t *testing.T) {
-		c := &Client{URLs: []string{missing.URL, good.URL}, CacheDir: t.TempDir(), Timeout: 5 * time.Second}
+		c := &debuginfod.Client{URLs: []string{missing.URL, good.URL}, CacheDir: t.TempDir(), Timeout: 5 * time.Second}
 		got, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
 		require.NoError(t, err)
 		require.True(t, HasDebugInfo(openELF(t, got)))
@@ -233,14 +233,14 @@ func TestDebuginfod(t *testing.T) {
 	})
 
 	t.Run("every server 404", func(t *testing.T) {
-		c := &Client{URLs: []string{missing.URL}, CacheDir: t.TempDir()}
+		c := &debuginfod.Client{URLs: []string{missing.URL}, CacheDir: t.TempDir()}
 		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
 		require.ErrorIs(t, err, ErrNotFound)
 		require.Contains(t, err.Error(), "404")
 	})
 
 	t.Run("server hangs", func(t *testing.T) {
-		c := &Client{URLs: []string{hang.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
+		c := &debuginfod.Client{URLs: []string{hang.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
 		start := time.Now()
 		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
 		require.ErrorIs(t, err, ErrServer)
@@ -251,7 +251,7 @@ func TestDebuginfod(t *testing.T) {
 		down := httptest.NewServer(http.NotFoundHandler())
 		url := down.URL
 		down.Close()
-		c := &Client{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Second}
+		c := &debuginfod.Client{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Second}
 		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
 		require.ErrorIs(t, err, ErrServer)
 		require.Contains(t, err.Error(), url)
@@ -264,22 +264,10 @@ func TestDebuginfod(t *testing.T) {
 		require.NoError(t, err)
 		liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(otherData) }))
 		defer liar.Close()
-		c := &Client{URLs: []string{liar.URL}, CacheDir: t.TempDir()}
+		c := &debuginfod.Client{URLs: []string{liar.URL}, CacheDir: t.TempDir()}
 		_, err = Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
 		require.ErrorIs(t, err, ErrMismatch)
 	})
-}
-
-func TestClientFromEnv(t *testing.T) {
-	env := map[string]string{"DEBUGINFOD_URLS": "http://a.invalid http://b.invalid", "HOME": "/home/u", "DEBUGINFOD_TIMEOUT": "7"}
-	c := ClientFromEnv(func(k string) string { return env[k] })
-	require.NotNil(t, c)
-	require.Equal(t, []string{"http://a.invalid", "http://b.invalid"}, c.URLs)
-	require.Equal(t, filepath.Join("/home/u", ".cache", "debuginfod_client"), c.CacheDir)
-	require.Equal(t, 7*time.Second, c.Timeout)
-	require.Nil(t, ClientFromEnv(func(string) string { return "" }))
-	_, err := c.Fetch(context.Background(), nil)
-	require.True(t, errors.Is(err, ErrNotFound))
 }
 
 func copyFile(t *testing.T, src, dst string) {

@@ -87,7 +87,7 @@ type function struct {
 // Target is an in-memory target.Target: sparse memory regions, a symbol
 // table, thread-local symbols per thread, an OS thread list and optional
 // type information. It also implements target.BitFieldLocator and the
-// root package's Symbolizer (SymbolAt). It is safe for concurrent use.
+// target.Symbolizer (SymbolAt). It is safe for concurrent use.
 type Target struct {
 	order binary.ByteOrder
 	sizes target.Sizes
@@ -636,7 +636,7 @@ func (t *Target) AddFunction(name string, size int) uint64 {
 }
 
 // SymbolAt returns the name of the function (added with AddFunction)
-// containing addr. It implements the root package's Symbolizer.
+// containing addr. It implements the target.Symbolizer.
 func (t *Target) SymbolAt(addr uint64) (string, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()

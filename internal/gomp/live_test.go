@@ -38,7 +38,7 @@ func TestLiveAgainstTruth(t *testing.T) {
 					"OMPD_FIXTURE_TRUTH="+truthPath,
 					"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
 					"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"))
-				p, err := delve.Launch([]string{exe}, delve.WithEnv(env), delve.WithDebugInfoDirs())
+				p, err := delve.Launch([]string{exe}, delve.WithEnv(env), delve.WithDebugDirs())
 				if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 					fixtures.Unavailable(t, "ptrace not allowed: %v", err)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // stripped builds the types program, splits it as distributions do
@@ -183,7 +184,7 @@ func TestSeparateDebugFileDebuginfod(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer srv.Close()
-	client := &debuginfo.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
+	client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
 	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Debuginfod: client}))
 	require.NoError(t, err)
 	defer o.Close()
@@ -221,7 +222,7 @@ func TestRDebugDoesNotSearch(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer srv.Close()
-	client := &debuginfo.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
+	client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
 	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Debuginfod: client}))
 	require.NoError(t, err)
 	defer o.Close()

@@ -354,7 +354,7 @@ func checkICVs(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *f
 
 	// Every ICV reads at its own scope, in both forms where it has them,
 	// and nowhere else.
-	for _, id := range ompd.ICVs() {
+	for _, id := range ompd.AllICVs() {
 		var sc ompd.Scope
 		switch id.Scope() {
 		case ompd.ScopeAddressSpace:

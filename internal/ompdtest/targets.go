@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -95,7 +94,7 @@ func (c *CachedTarget) BitField(typeName, field string) (uint64, uint64, error) 
 }
 
 func symbolAt(t target.Target, addr uint64) (string, bool) {
-	if s, ok := t.(ompd.Symbolizer); ok {
+	if s, ok := t.(target.Symbolizer); ok {
 		return s.SymbolAt(addr)
 	}
 	return "", false

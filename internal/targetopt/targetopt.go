@@ -13,6 +13,7 @@ import (
 	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Debug says where the separate debug files of stripped objects are
@@ -22,7 +23,7 @@ type Debug struct {
 	// debuginfo.DefaultDebugDirs, empty means none.
 	Dirs []string
 	// Debuginfod is the client asked for missing files, or nil.
-	Debuginfod *debuginfo.Client
+	Debuginfod *debuginfod.Client
 	// FromEnv makes ObjOptions use the servers the environment names
 	// (DEBUGINFOD_URLS ...) when Debuginfod is nil.
 	FromEnv bool
@@ -34,7 +35,7 @@ type Debug struct {
 func (d *Debug) SetDirs(dirs ...string) { d.Dirs = append([]string{}, dirs...) }
 
 // SetDebuginfod sets the client, replacing a FromEnv setting.
-func (d *Debug) SetDebuginfod(c *debuginfo.Client) { d.Debuginfod, d.FromEnv = c, false }
+func (d *Debug) SetDebuginfod(c *debuginfod.Client) { d.Debuginfod, d.FromEnv = c, false }
 
 // SetDebuginfodFromEnv uses the environment's servers, replacing a client.
 func (d *Debug) SetDebuginfodFromEnv() { d.Debuginfod, d.FromEnv = nil, true }
@@ -43,7 +44,7 @@ func (d *Debug) SetDebuginfodFromEnv() { d.Debuginfod, d.FromEnv = nil, true }
 // client is fixed from then on.
 func (d *Debug) Resolve() {
 	if d.FromEnv && d.Debuginfod == nil {
-		d.Debuginfod = debuginfo.ClientFromEnv(os.Getenv)
+		d.Debuginfod = debuginfod.FromEnv(os.Getenv)
 	}
 	d.FromEnv = false
 }
@@ -53,7 +54,7 @@ func (d *Debug) Resolve() {
 func (d Debug) ObjOptions() []objfile.Option {
 	c := d.Debuginfod
 	if d.FromEnv && c == nil {
-		c = debuginfo.ClientFromEnv(os.Getenv)
+		c = debuginfod.FromEnv(os.Getenv)
 	}
 	opts := []objfile.Option{objfile.WithDebugInfo(debuginfo.Options{DebugDirs: d.Dirs, Debuginfod: c})}
 	if d.Ctx != nil {

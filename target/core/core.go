@@ -56,6 +56,7 @@ import (
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Option configures Open.
@@ -81,26 +82,6 @@ var (
 	ErrDebuginfod = debuginfo.ErrServer
 )
 
-// DebuginfodClient fetches separate debug files from debuginfod servers:
-// set URLs (tried in order), CacheDir (where downloads are kept, as
-// CacheDir/BUILDID/debuginfo) and optionally Timeout (per request; default
-// 90 s) and HTTP. DebuginfodFromEnv builds one from the environment.
-type DebuginfodClient = debuginfo.Client
-
-// DebuginfodProgress is what a DebuginfodClient's Progress function is told
-// about a download under way: build-id, URL, bytes received and expected.
-type DebuginfodProgress = debuginfo.Progress
-
-// DebuginfodFromEnv returns the debuginfod client that the environment
-// describes as elfutils' tools read it: DEBUGINFOD_URLS (space-separated
-// server URLs), DEBUGINFOD_CACHE_PATH (default
-// $XDG_CACHE_HOME/debuginfod_client or ~/.cache/debuginfod_client) and
-// DEBUGINFOD_TIMEOUT (seconds). It returns nil when DEBUGINFOD_URLS is
-// empty or unset.
-func DebuginfodFromEnv() *DebuginfodClient {
-	return debuginfo.ClientFromEnv(os.Getenv)
-}
-
 // WithDebugDirs sets the global debug directories that separate debug
 // files are looked for in (gdb's debug-file-directory): by build-id as
 // DIR/.build-id/xx/rest.debug, and by .gnu_debuglink as
@@ -116,12 +97,13 @@ func WithDebugDirs(dirs ...string) Option {
 // locally ask the debuginfod servers of client for it. A nil client means
 // no server is asked, which is also the default: Open never reaches the
 // network unless told to. To use the servers the environment names
-// (DEBUGINFOD_URLS), pass DebuginfodFromEnv() or use WithDebuginfodFromEnv.
-func WithDebuginfod(client *DebuginfodClient) Option {
+// (DEBUGINFOD_URLS), pass debuginfod.FromEnv(os.Getenv) or use
+// WithDebuginfodFromEnv.
+func WithDebuginfod(client *debuginfod.Client) Option {
 	return func(c *config) { c.debug.SetDebuginfod(client) }
 }
 
-// WithDebuginfodFromEnv is WithDebuginfod(DebuginfodFromEnv()), the
+// WithDebuginfodFromEnv is WithDebuginfod(debuginfod.FromEnv(os.Getenv)), the
 // environment being read when Open runs: no server is asked if
 // DEBUGINFOD_URLS is empty or unset.
 func WithDebuginfodFromEnv() Option {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ompd-go/ompd/target/core"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Open a core of a program whose OpenMP runtime is a distribution's
@@ -31,7 +32,7 @@ func ExampleWithDebuginfodFromEnv() {
 
 // Name a debuginfod server directly, with a cache of its own.
 func ExampleWithDebuginfod() {
-	client := &core.DebuginfodClient{
+	client := &debuginfod.Client{
 		URLs:     []string{"http://localhost:8002"},
 		CacheDir: "debuginfod-cache",
 		Timeout:  30 * time.Second,

@@ -16,6 +16,7 @@ import (
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // TestStrippedRuntimeLive runs the nested fixture against a copy of the
@@ -40,7 +41,7 @@ func TestStrippedRuntimeLive(t *testing.T) {
 	}
 
 	t.Run("no debug information", func(t *testing.T) {
-		p := stop(t, WithDebugInfoDirs())
+		p := stop(t, WithDebugDirs())
 		_, err := ompd.Open(p)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ompd.ErrIncompatible)
@@ -52,7 +53,7 @@ func TestStrippedRuntimeLive(t *testing.T) {
 		link := s.BuildIDPath(dir)
 		require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
 		require.NoError(t, os.Symlink(s.DebugFile, link))
-		p := stop(t, WithDebugInfoDirs(dir))
+		p := stop(t, WithDebugDirs(dir))
 		as, err := ompd.Open(p)
 		require.NoError(t, err)
 		defer as.Close()
@@ -73,8 +74,8 @@ func TestStrippedRuntimeLive(t *testing.T) {
 			w.Write(data)
 		}))
 		defer srv.Close()
-		client := &DebuginfodClient{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
-		p := stop(t, WithDebugInfoDirs(), WithDebuginfod(client))
+		client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
+		p := stop(t, WithDebugDirs(), WithDebuginfod(client))
 		as, err := ompd.Open(p)
 		require.NoError(t, err)
 		defer as.Close()

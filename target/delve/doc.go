@@ -5,7 +5,7 @@
 // on that version only: with another, Launch, Attach and Continue fail with
 // ErrDelveVersion.
 //
-// A [Target] implements target.Target (and ompd.Symbolizer and
+// A [Target] implements target.Target (and target.Symbolizer and
 // target.BitFieldLocator) over a stopped process that Delve controls. A
 // [Process] is such a Target for a process this package started ([Launch])
 // or attached to ([Attach]), with the controls a debugger needs: Continue,

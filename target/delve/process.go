@@ -17,10 +17,10 @@ import (
 	"github.com/go-delve/delve/pkg/version"
 
 	"github.com/ompd-go/ompd"
-	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Process is a process that this package controls through Delve: one it
@@ -72,14 +72,6 @@ func (c *launchConfig) objOptions() []objfile.Option {
 	return c.debug.ObjOptions()
 }
 
-// DebuginfodClient fetches separate debug files from debuginfod servers
-// (the same type as core.DebuginfodClient).
-type DebuginfodClient = debuginfo.Client
-
-// DebuginfodProgress is what a DebuginfodClient's Progress function is told
-// about a download under way (the same type as core.DebuginfodProgress).
-type DebuginfodProgress = debuginfo.Progress
-
 // WithEnv sets the whole environment of the launched program, as
 // exec.Cmd.Env does. Without it the program inherits the caller's
 // environment.
@@ -107,18 +99,19 @@ func WithStdio(stdin, stdout, stderr *os.File) Option {
 	return func(c *launchConfig) { c.stdin, c.stdout, c.stderr = stdin, stdout, stderr }
 }
 
-// WithDebugInfoDirs sets the global debug directories where separate
-// debug files are looked for, by build-id (DIR/.build-id/xx/rest.debug) and
-// by debuglink, both by Delve and by this package's symbol lookups (which
-// need libomp's local symbols). Without it /usr/lib/debug is searched; with
-// no directories, none is. A debug file of another build is never used.
-func WithDebugInfoDirs(dirs ...string) Option {
+// WithDebugDirs sets the global debug directories where separate debug
+// files are looked for, by build-id (DIR/.build-id/xx/rest.debug) and by
+// debuglink, both by Delve and by this package's symbol lookups (which need
+// libomp's local symbols), as core.WithDebugDirs does for cores. Without it
+// /usr/lib/debug is searched; with no directories, none is. A debug file of
+// another build is never used.
+func WithDebugDirs(dirs ...string) Option {
 	return func(c *launchConfig) { c.debug.SetDirs(dirs...) }
 }
 
 // WithDebuginfod makes symbol lookups fetch missing debug files from the
 // client's debuginfod servers; nil means no server (the default).
-func WithDebuginfod(client *DebuginfodClient) Option {
+func WithDebuginfod(client *debuginfod.Client) Option {
 	return func(c *launchConfig) { c.debug.SetDebuginfod(client) }
 }
 
@@ -224,7 +217,7 @@ func mergeEnv(env, extra []string) []string {
 // traced child consumes the ptrace stops that Delve waits for, and Attach or
 // Continue would hang. Wait after Detach.
 //
-// Of the options, only the debug-information ones (WithDebugInfoDirs,
+// Of the options, only the debug-information ones (WithDebugDirs,
 // WithDebuginfod, WithDebuginfodFromEnv) apply to an attached process.
 func Attach(pid int, opts ...Option) (*Process, error) {
 	if err := checkDelveVersion(version.DelveVersion); err != nil {

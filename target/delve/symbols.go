@@ -124,7 +124,7 @@ func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, er
 }
 
 // SymbolAt returns the name of the function symbol containing addr, in the
-// loaded object whose segments cover it (ompd.Symbolizer).
+// loaded object whose segments cover it (target.Symbolizer).
 func (t *Target) SymbolAt(addr uint64) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

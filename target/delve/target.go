@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-delve/delve/pkg/proc"
 
-	"github.com/ompd-go/ompd"
-
 	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/pagecache"
@@ -20,7 +18,7 @@ import (
 )
 
 // Target is a stopped process seen through Delve, as a target.Target. It
-// also implements ompd.Symbolizer (SymbolAt) and target.BitFieldLocator.
+// also implements target.Symbolizer (SymbolAt) and target.BitFieldLocator.
 //
 // # Caching
 //
@@ -69,7 +67,7 @@ type Target struct {
 // again, call Refresh (and the address space's Refresh) before reading.
 // New does not take ownership: Close releases only what Target opened.
 //
-// Of the options, only the debug-information ones (WithDebugInfoDirs,
+// Of the options, only the debug-information ones (WithDebugDirs,
 // WithDebuginfod, WithDebuginfodFromEnv) apply.
 func New(t *proc.Target, opts ...Option) (*Target, error) {
 	if t == nil {
@@ -418,5 +416,5 @@ func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.rea
 var (
 	_ target.Target          = (*Target)(nil)
 	_ target.BitFieldLocator = (*Target)(nil)
-	_ ompd.Symbolizer        = (*Target)(nil)
+	_ target.Symbolizer      = (*Target)(nil)
 )

@@ -13,14 +13,9 @@ import (
 	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
 
-	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
-
-// DebuginfodClient fetches separate debug files from debuginfod servers
-// (the same type as core.DebuginfodClient).
-type DebuginfodClient = debuginfo.Client
 
 // ErrMismatch reports a local file whose GNU build-id differs from the one
 // the process has in memory at the object's place: not the file the
@@ -356,7 +351,7 @@ func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, er
 }
 
 // SymbolAt returns the name of the function symbol containing addr
-// (ompd.Symbolizer).
+// (target.Symbolizer).
 func (t *Target) SymbolAt(addr uint64) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

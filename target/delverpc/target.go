@@ -15,10 +15,10 @@ import (
 	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
 
-	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/pagecache"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // DefaultTimeout bounds every request to the server unless WithTimeout says
@@ -76,7 +76,7 @@ func WithDebugDirs(dirs ...string) Option { return func(c *config) { c.debug.Set
 
 // WithDebuginfod makes lookups ask the client's debuginfod servers for
 // missing debug files; nil (the default) asks none.
-func WithDebuginfod(client *DebuginfodClient) Option {
+func WithDebuginfod(client *debuginfod.Client) Option {
 	return func(c *config) { c.debug.SetDebuginfod(client) }
 }
 
@@ -89,7 +89,7 @@ func WithDebuginfodFromEnv() Option { return func(c *config) { c.debug.SetDebugi
 func WithDebugContext(ctx context.Context) Option { return func(c *config) { c.debug.Ctx = ctx } }
 
 // Target is the process a Delve server holds, stopped, as a target.Target.
-// It also implements ompd.Symbolizer and target.BitFieldLocator.
+// It also implements target.Symbolizer and target.BitFieldLocator.
 //
 // It reads through the server only: memory (ExamineMemory), threads and
 // their registers (State, ListRegisters) and the loaded libraries
@@ -520,5 +520,5 @@ func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.rea
 var (
 	_ target.Target          = (*Target)(nil)
 	_ target.BitFieldLocator = (*Target)(nil)
-	_ ompd.Symbolizer        = (*Target)(nil)
+	_ target.Symbolizer      = (*Target)(nil)
 )

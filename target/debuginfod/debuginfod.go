@@ -1,4 +1,10 @@
-package debuginfo
+// Package debuginfod fetches separate debug files from debuginfod servers,
+// as elfutils' clients do: a Client names the servers and a cache
+// directory, FromEnv builds one from DEBUGINFOD_URLS and its companions.
+// target/core, target/delve and target/delverpc take a *Client
+// (WithDebuginfod) to find the OpenMP runtime's symbols when its library is
+// stripped and no debug file is installed.
+package debuginfod
 
 import (
 	"context"
@@ -14,9 +20,14 @@ import (
 	"time"
 )
 
-// ErrServer reports that no debuginfod server could give the file: every
-// server answered an error, could not be reached, or timed out.
-var ErrServer = errors.New("debuginfod: no server could give the file")
+var (
+	// ErrServer reports that no debuginfod server could give the file:
+	// every server answered an error, could not be reached, or timed out.
+	ErrServer = errors.New("debuginfod: no server could give the file")
+	// ErrNotFound reports that every server said it has no such file (or
+	// the build-id was empty).
+	ErrNotFound = errors.New("debuginfod: no server has the file")
+)
 
 // maxDebugFile bounds what a debuginfod download may write to the cache.
 const maxDebugFile = 4 << 30
@@ -64,12 +75,12 @@ func (w *progressWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// ClientFromEnv builds a client from the debuginfod conventions:
+// FromEnv builds a client from the debuginfod conventions:
 // DEBUGINFOD_URLS (space-separated server URLs), DEBUGINFOD_CACHE_PATH
 // (default $XDG_CACHE_HOME/debuginfod_client or ~/.cache/debuginfod_client)
 // and DEBUGINFOD_TIMEOUT (seconds). It returns nil when DEBUGINFOD_URLS is
 // empty. getenv is os.Getenv or a replacement for tests.
-func ClientFromEnv(getenv func(string) string) *Client {
+func FromEnv(getenv func(string) string) *Client {
 	urls := strings.Fields(getenv("DEBUGINFOD_URLS"))
 	if len(urls) == 0 {
 		return nil

@@ -159,7 +159,6 @@ type Layout struct {
 func (l *Layout) f(id fieldID) omprt.Field { return l.Fields[id] }
 func (l *Layout) size(id typeID) uint64    { return l.Sizes[id] }
 func (l *Layout) String() string           { return "libgomp " + l.GCC + " (" + l.Node + ")" }
-func fieldName(id fieldID) string          { return fieldSpecs[id].typ + "." + fieldSpecs[id].path }
 
 // dwarfLayout reads the layout from the target's debug information (the
 // library's own DWARF, or its separate debug file).

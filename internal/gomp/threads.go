@@ -44,7 +44,6 @@ type thread struct {
 	chain                      []level // innermost first, down to level 1
 	chainErr                   error
 	omp                        bool // an OpenMP thread at all
-	release                    uint64
 }
 
 // level is one team of a thread's nest.
@@ -189,7 +188,6 @@ func (r *Runtime) readThread(ot target.Thread) (*thread, error) {
 	th.teamID = v.F(l.f(thrTeamID))
 	th.level = v.F(l.f(thrLevel))
 	th.activeLevel = v.F(l.f(thrActiveLevel))
-	th.release = th.addr + l.f(thrRelease).Off
 	th.omp = th.team != 0 || th.task != 0 || th.pool != 0
 	if !th.omp {
 		return th, nil

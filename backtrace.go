@@ -20,8 +20,12 @@ type Frame struct {
 	PC uint64
 	// CFA is the frame's canonical frame address, 0 if unknown.
 	CFA uint64
-	// Function is the function symbol holding the code, "" if unknown.
+	// Function names the function holding the code as gdb does (C++
+	// names demangled, without parameters), "" if unknown.
 	Function string
+	// Symbol is the ELF symbol holding the code, as the object spells it
+	// (mangled for C++).
+	Symbol string
 	// File and Line are the source position of the code (of the call
 	// instruction for callers), "" and 0 without line information.
 	File string
@@ -166,7 +170,10 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 		fr := Frame{Index: i, PC: f.PC, CFA: f.CFA, TaskIndex: -1}
 		if loc != nil {
 			if l, err := loc.LocateCode(f.LookupPC()); err == nil {
-				fr.Function, fr.File, fr.Line, fr.Object = l.Function, l.File, l.Line, l.Object
+				fr.Function, fr.Symbol, fr.File, fr.Line, fr.Object = l.Name, l.Function, l.File, l.Line, l.Object
+				if fr.Function == "" {
+					fr.Function = l.Function
+				}
 				for _, in := range l.Inline {
 					fr.Inline = append(fr.Inline, InlineFrame(in))
 				}
@@ -174,6 +181,7 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 			}
 		} else if s, ok := tg.(target.Symbolizer); ok {
 			fr.Function, _ = s.SymbolAt(f.LookupPC())
+			fr.Symbol = fr.Function
 		}
 		bt.Frames[i] = fr
 	}
@@ -385,9 +393,11 @@ type FrameSnapshot struct {
 	PC       uint64 `json:"pc"`
 	CFA      uint64 `json:"cfa,omitempty"`
 	Function string `json:"function,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Object   string `json:"object,omitempty"`
+	// Symbol is the mangled ELF symbol when it differs from Function.
+	Symbol string `json:"symbol,omitempty"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Object string `json:"object,omitempty"`
 	// Inline are the source-level frames when calls were inlined there
 	// (see Frame.Inline).
 	Inline        []InlineFrame `json:"inline,omitempty"`
@@ -426,6 +436,9 @@ func SnapshotFrames(bt *Backtrace) []FrameSnapshot {
 	for i, f := range bt.Frames {
 		fs := FrameSnapshot{Index: f.Index, PC: f.PC, CFA: f.CFA, Function: f.Function, File: f.File, Line: f.Line,
 			Object: f.Object, Inline: f.Inline, Runtime: f.Runtime, InRuntimeCall: f.InRuntimeCall, Level: -1, Folded: f.Folded}
+		if f.Symbol != f.Function {
+			fs.Symbol = f.Symbol
+		}
 		if tk, ok := bt.Task(f); ok {
 			fs.Task, fs.Level, fs.Wait = tk.Task.String(), tk.Level, tk.Wait
 		}

@@ -349,3 +349,30 @@ func TestBacktraceConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBacktraceDemangled: the runtime's C++ functions are named as gdb
+// names them (demangled, without parameters), their mangled symbols kept.
+func TestBacktraceDemangled(t *testing.T) {
+	stop, as := openCore(t, fixtures.Tasks)
+	th, err := as.ThreadByOSThread(ompd.LWPID, uint64(stop.Truth.StopTID))
+	require.NoError(t, err)
+	bt, err := th.Backtrace(context.Background())
+	require.NoError(t, err)
+	found := false
+	for _, f := range bt.Frames {
+		if f.Function == "__kmp_invoke_task" {
+			found = true
+			assert.True(t, strings.HasPrefix(f.Symbol, "_Z"), f.Symbol)
+		}
+		if !strings.HasPrefix(f.Symbol, "_Z") {
+			assert.Equal(t, f.Symbol, f.Function)
+		}
+	}
+	assert.True(t, found, "the stopper runs its task through __kmp_invoke_task")
+	gdb := ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core)
+	names := map[string]bool{}
+	for _, g := range gdb[uint64(stop.Truth.StopTID)] {
+		names[g.Function()] = true
+	}
+	assert.True(t, names["__kmp_invoke_task"], "gdb names it so too: %v", names)
+}

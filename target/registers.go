@@ -173,6 +173,9 @@ type CodeLocation struct {
 	// Function is the name of the function symbol containing the
 	// address, "" if no symbol does.
 	Function string
+	// Name is Function as people read it: a C++ name demangled, without
+	// its parameters (as gdb shows it); other names unchanged.
+	Name string
 	// Entry is the function's first address (0 if Function is "").
 	Entry uint64
 	// File and Line are the source position of the address from the

@@ -3,8 +3,11 @@ package objfile
 import (
 	"debug/dwarf"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ianlancetaylor/demangle"
 
 	"github.com/ompd-go/ompd/target"
 )
@@ -109,10 +112,31 @@ func (o *Object) unitScopes(cu *dwarf.Entry) []scope {
 	return t.scopes
 }
 
+// demangled returns name as people read it: a C++ name demangled without
+// its parameters, others unchanged; kept per object (bounded).
+func (o *Object) demangled(name string) string {
+	if !strings.HasPrefix(name, "_Z") {
+		return name
+	}
+	if v, ok := o.inline.names.Load(name); ok {
+		return v.(string)
+	}
+	d := demangle.Filter(name, demangle.NoParams)
+	if o.inline.nnames.Load() < maxInlineCache {
+		if _, loaded := o.inline.names.LoadOrStore(name, d); !loaded {
+			o.inline.nnames.Add(1)
+		}
+	}
+	return d
+}
+
 // inlineCache remembers the inline frames of addresses already looked up.
 type inlineCache struct {
 	m sync.Map // pc -> []target.InlineFrame
 	n atomic.Int64
+
+	names  sync.Map // symbol -> demangled name
+	nnames atomic.Int64
 }
 
 // inlineAt returns the source-level frames at pc when calls are inlined
@@ -149,7 +173,7 @@ func (o *Object) inlineAt(cu *dwarf.Entry, pc uint64, file string, line int, sym
 			file, line = sc.callFile, sc.callLine
 		}
 		if last := &out[len(out)-1]; last.Function == "" {
-			last.Function = symbol
+			last.Function = o.demangled(symbol)
 		}
 	}
 	if o.inline.n.Load() < maxInlineCache {

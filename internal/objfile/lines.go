@@ -215,6 +215,7 @@ func (s *Set) LocateCode(pc uint64) (target.CodeLocation, error) {
 	loc := target.CodeLocation{Object: o.path}
 	if sym, ok := o.SymbolAt(pc); ok {
 		loc.Function, loc.Entry = sym.Name, sym.Addr
+		loc.Name = o.demangled(sym.Name)
 	}
 	var cu *dwarf.Entry
 	var ok bool

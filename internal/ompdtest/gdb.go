@@ -28,6 +28,9 @@ type GDBFrame struct {
 	logical []ompd.InlineFrame
 }
 
+// Function is the name gdb gives the frame's innermost function.
+func (g GDBFrame) Function() string { return g.function }
+
 var (
 	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*\(LWP (\d+)\)[^()]*\):$`)
 	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*?\)(?: at (\S+):(\d+))?(?: from \S+)?$`)

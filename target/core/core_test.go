@@ -352,6 +352,16 @@ func TestWrongExecutable(t *testing.T) {
 	assert.Contains(t, err.Error(), "this core was not made from the executable")
 	assert.NotContains(t, err.Error(), "bytes apart")
 
+	// An empty or non-ELF executable: said so, not a bare EOF.
+	for _, content := range []string{"", "#!/bin/sh\n"} {
+		p := filepath.Join(t.TempDir(), "exe")
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o755))
+		_, err = Open(p, f.core)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "not an ELF file")
+		assert.NotContains(t, err.Error(), "EOF")
+	}
+
 	_, err = Open(filepath.Join(f.dir, "missing"), f.core)
 	assert.Error(t, err)
 	_, err = Open(f.exe, filepath.Join(f.dir, "missing"))

@@ -22,7 +22,8 @@ type Cache struct {
 }
 
 // Read fills buf with the memory at addr, from the cache where it can.
-// Pages it lacks are read whole with raw and kept; a page raw cannot read
+// Pages it lacks are read whole with raw and kept, a run of them that buf
+// spans with one call; a page raw cannot read
 // whole (part of it may be unmapped) is read in part, just what buf needs,
 // and not kept: the error of that read is returned as is. raw must fill
 // its whole buffer or fail.
@@ -30,12 +31,16 @@ func (c *Cache) Read(buf []byte, addr uint64, raw func(buf []byte, addr uint64) 
 	if c.pages == nil {
 		c.pages = make(map[uint64][]byte)
 	}
+	last := (addr + uint64(len(buf)) - 1) &^ (PageSize - 1)
 	for done := 0; done < len(buf); {
 		a := addr + uint64(done)
 		pg := a &^ (PageSize - 1)
 		off := int(a - pg)
 		n := min(PageSize-off, len(buf)-done)
 		p, ok := c.pages[pg]
+		if !ok {
+			p, ok = c.readRun(pg, last, raw)
+		}
 		if !ok {
 			p = make([]byte, PageSize)
 			if err := raw(p, pg); err != nil {
@@ -45,10 +50,7 @@ func (c *Cache) Read(buf []byte, addr uint64, raw func(buf []byte, addr uint64) 
 				done += n
 				continue
 			}
-			if len(c.pages) >= MaxPages {
-				clear(c.pages)
-			}
-			c.pages[pg] = p
+			c.keep(pg, p)
 		}
 		copy(buf[done:done+n], p[off:])
 		done += n
@@ -56,7 +58,45 @@ func (c *Cache) Read(buf []byte, addr uint64, raw func(buf []byte, addr uint64) 
 	return nil
 }
 
-// Clear drops every page.
+// maxRun bounds the pages one raw call reads: 64 KiB, the most Delve's
+// JSON-RPC ExamineMemory answers (target/delverpc).
+const maxRun = 16
+
+// readRun reads the run of uncached pages from pg up to last (at most
+// maxRun) with one raw call, keeps them and returns the first; ok false if
+// the run is a single page or raw cannot read it whole. A live target's
+// read costs a system call or a round trip whatever its size: a runtime's
+// thread table or a run of its structures read page by page cost hundreds
+// of them.
+func (c *Cache) readRun(pg, last uint64, raw func([]byte, uint64) error) ([]byte, bool) {
+	k := 1
+	for q := pg + PageSize; q > pg && q <= last && k < maxRun; q += PageSize {
+		if _, ok := c.pages[q]; ok {
+			break
+		}
+		k++
+	}
+	if k == 1 {
+		return nil, false
+	}
+	run := make([]byte, k*PageSize)
+	if err := raw(run, pg); err != nil {
+		return nil, false
+	}
+	for i := range k {
+		c.keep(pg+uint64(i)*PageSize, run[i*PageSize:(i+1)*PageSize:(i+1)*PageSize])
+	}
+	return run[:PageSize:PageSize], true
+}
+
+// keep caches page p at pg, starting over when the cache is full.
+func (c *Cache) keep(pg uint64, p []byte) {
+	if len(c.pages) >= MaxPages {
+		clear(c.pages)
+	}
+	c.pages[pg] = p
+}
+
 func (c *Cache) Clear() { clear(c.pages) }
 
 // Drop drops the pages that [addr, addr+n) touches (after a write).

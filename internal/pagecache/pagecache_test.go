@@ -56,3 +56,48 @@ func TestThreadPointer(t *testing.T) {
 	_, err = ThreadPointer(ths, 3)
 	assert.ErrorIs(t, err, target.ErrNoThread)
 }
+
+// TestReadRun checks that a read spanning uncached pages fetches them with
+// one call, and that a run raw cannot read whole falls back to pages.
+func TestReadRun(t *testing.T) {
+	var c Cache
+	calls := 0
+	// Mapped: 0x1000-0x47ff (pages 0x1000-0x3000 whole, 0x4000 in part).
+	raw := func(buf []byte, addr uint64) error {
+		calls++
+		if addr < 0x1000 || addr+uint64(len(buf)) > 0x4800 {
+			return errors.New("unmapped")
+		}
+		for i := range buf {
+			buf[i] = byte(addr + uint64(i))
+		}
+		return nil
+	}
+	check := func(buf []byte, addr uint64) {
+		t.Helper()
+		require.NoError(t, c.Read(buf, addr, raw))
+		for i, b := range buf {
+			require.Equal(t, byte(addr+uint64(i)), b, "byte %#x", addr+uint64(i))
+		}
+	}
+	buf := make([]byte, 0x3000)
+	check(buf[:0x10], 0x1ff8)
+	assert.Equal(t, 1, calls, "0x1ff8-0x2007: one call for both pages")
+	assert.Equal(t, 2, c.Len())
+	check(buf[:0x800], 0x1400)
+	assert.Equal(t, 1, calls, "served from the cache")
+
+	// Pages 0x1000 and 0x2000 are cached: 0x3000-0x3fff is read alone,
+	// as a page.
+	check(buf[:0x3000], 0x1000)
+	assert.Equal(t, 2, calls)
+	assert.Equal(t, 3, c.Len())
+
+	// A run into the partly mapped page fails whole, then goes page by
+	// page: 0x3000 (kept), 0x4000 (in part, not kept).
+	c.Clear()
+	calls = 0
+	check(buf[:0x1400], 0x3400)
+	assert.Equal(t, 4, calls, "the run, page 0x3000, page 0x4000, its part")
+	assert.Equal(t, 1, c.Len())
+}

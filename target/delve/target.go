@@ -58,6 +58,7 @@ type Target struct {
 	threads  []target.Thread          // nil until listed in this stop
 	imagesOK bool                     // set is current for this stop
 	set      *objfile.Set             // loaded objects, executable first, load order
+	linkMap  []objfile.LinkMapEntry   // the dynamic linker's list when set was made
 	objs     map[imageKey]*image
 	objOpts  []objfile.Option // how objects find separate debug files
 }

@@ -75,7 +75,8 @@ type conn struct {
 	stuck  error // ErrTimeout after a call timed out, until an answer
 }
 
-func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error) {
+// dial connects to addr; one answer may be at most limit bytes.
+func dial(ctx context.Context, addr string, timeout time.Duration, limit int64) (*conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -84,7 +85,7 @@ func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error
 	if err != nil {
 		return nil, fmt.Errorf("delverpc: connect to %s: %w", addr, err)
 	}
-	lc := &limitConn{Conn: nc, limit: maxAnswer}
+	lc := &limitConn{Conn: nc, limit: limit}
 	return &conn{addr: addr, nc: lc, rc: jsonrpc.NewClient(lc), timeout: timeout}, nil
 }
 

@@ -38,10 +38,9 @@ func TestAnswerLimit(t *testing.T) {
 			}
 		}
 	}()
-	c, err := dial(context.Background(), l.Addr().String(), 5*time.Second)
+	c, err := dial(context.Background(), l.Addr().String(), 5*time.Second, 64<<10)
 	require.NoError(t, err)
 	defer c.close()
-	c.nc.limit = 64 << 10
 	var out struct{ Mem []byte }
 	err = c.call(context.Background(), false, "ExamineMemory", struct{}{}, &out)
 	require.ErrorIs(t, err, ErrDisconnected)

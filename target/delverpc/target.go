@@ -142,7 +142,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Target, error) {
 		o(&cfg)
 	}
 	cfg.debug.Resolve()
-	c, err := dial(ctx, addr, cfg.timeout)
+	c, err := dial(ctx, addr, cfg.timeout, maxAnswer)
 	if err != nil {
 		return nil, err
 	}

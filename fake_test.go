@@ -2171,3 +2171,38 @@ func TestFakeNotFullyStarted(t *testing.T) {
 		assert.Equal(t, 1, n, "one thread starting")
 	})
 }
+
+// TestFakeICVsNotSet: a worker's implicit task before its first fork
+// barrier has zero ICVs (the runtime copies them at that barrier): its
+// ICVs and schedule are ErrUnavailable, not an empty schedule and 0
+// threads. And an OS thread that is no OpenMP thread is named with its LWP
+// in decimal.
+func TestFakeICVsNotSet(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s, as := fakeOpenNested(t, cfg)
+		s.Outer.Implicit[3].SetICVs(fakeruntime.ICVs{})
+		as.Refresh()
+		th := fakeThreads(t, as)[3]
+		for _, id := range []ompd.ICV{ompd.ICVNthreadsVar, ompd.ICVDynVar} {
+			_, err := th.ICV(id)
+			assert.ErrorIs(t, err, ompd.ErrUnavailable, "%v", id)
+			assert.ErrorContains(t, err, "not set yet")
+		}
+		k, err := th.CurrentTask()
+		require.NoError(t, err)
+		for _, id := range []ompd.ICV{ompd.ICVRunSchedVar, ompd.ICVMaxActiveLevelsVar, ompd.ICVThreadLimitVar} {
+			_, err := k.ICV(id)
+			assert.ErrorIs(t, err, ompd.ErrUnavailable, "%v", id)
+		}
+		_, err = k.Schedule()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		// Its neighbour, whose ICVs are set, still answers.
+		n, err := fakeThreads(t, as)[1].ICVString(ompd.ICVNthreadsVar)
+		require.NoError(t, err)
+		assert.NotEmpty(t, n)
+
+		_, err = as.ThreadByOSThread(ompd.LWPID, s.Foreign.ID)
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, fmt.Sprintf("OS thread lwp %d is not an OpenMP thread", s.Foreign.ID))
+	})
+}

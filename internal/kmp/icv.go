@@ -111,6 +111,17 @@ func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
 	return omprt.Value{}, errorf(omprt.ErrUnsupported, "ICV %d", int(id))
 }
 
+// icvsUnset returns why a task's ICVs (td_icvs) are not set yet, or nil.
+// The runtime copies the ICVs into a new worker's implicit task at its
+// first fork barrier; before that they are zero, and nthreads-var, at
+// least 1 in every set of ICVs, is 0.
+func (s *stop) icvsUnset(v view, name omprt.TaskName) error {
+	if v.FI(s.rt.l.icvNproc) <= 0 {
+		return errorf(omprt.ErrUnavailable, "%v: its ICVs are not set yet (its thread is starting: before its first fork barrier)", name)
+	}
+	return nil
+}
+
 // currentTask returns the record of a thread's current task.
 func (s *stop) currentTask(th omprt.ThreadRef) (*taskRec, error) {
 	rec, err := s.thread(th)
@@ -142,6 +153,9 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 	if err != nil {
 		return omprt.Value{}, err
 	}
+	if rec.icvsErr != nil {
+		return omprt.Value{}, rec.icvsErr
+	}
 	l := s.rt.l
 	v := rec.raw.v
 	switch id {
@@ -169,6 +183,12 @@ func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 	}
 	l := s.rt.l
 	v := rec.raw.v
+	switch id {
+	case omprt.ICVRunSchedVar, omprt.ICVThreadLimitVar, omprt.ICVMaxActiveLevelsVar, omprt.ICVBindVar:
+		if rec.icvsErr != nil {
+			return omprt.Value{}, rec.icvsErr
+		}
+	}
 	switch id {
 	case omprt.ICVRunSchedVar:
 		sc := rec.data.Schedule

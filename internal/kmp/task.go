@@ -80,6 +80,8 @@ type taskRec struct {
 	teamLevel int32
 	teamErr   error
 	es        omprt.ErrorStore
+	// icvsErr is why the task's ICVs cannot be read (not set yet).
+	icvsErr error
 }
 
 // Task returns the record of task r.
@@ -150,6 +152,9 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		d.Kind |= taskFinal
 	}
 	d.Schedule = decodeSchedule(t.v.FI(l.icvSchedType), t.v.FI(l.icvSchedChunk))
+	if rec.icvsErr = s.icvsUnset(t.v, name); rec.icvsErr != nil {
+		d.Schedule, d.ScheduleErr = omprt.Schedule{}, rec.icvsErr
+	}
 
 	// The region.
 	switch {

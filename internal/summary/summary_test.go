@@ -1,7 +1,6 @@
 package summary_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/internal/summary"
 	"github.com/ompd-go/ompd/target/core"
 )
@@ -23,12 +23,7 @@ func snapshotOf(t *testing.T, stop *fixtures.Stop) *ompd.Snapshot {
 	c, err := core.Open(stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
-	as, err := ompd.Open(c)
-	require.NoError(t, err)
-	defer as.Close()
-	s, err := as.Snapshot(context.Background())
-	require.NoError(t, err)
-	return s
+	return ompdtest.SnapshotOf(t, c)
 }
 
 // roleState is the state each role's thread is in at the stop (see

@@ -31,6 +31,17 @@
 // list, since every readable mapping is in the core; the libraries are
 // then found through the dynamic linker's list alone.
 //
+// A core may come from someone else: Open opens only regular files (a
+// FIFO or device named by the core, or given as the core or executable, is
+// refused at once, never waited on), resolves every name the core gives
+// inside WithSysroot's directory (".." and symbolic links stay in it), and
+// checks each library against the core's copy of its ELF headers and
+// build-id. A library the core needs that cannot be loaded is a warning,
+// and lookups that fail then say so (target.ErrObjectMissing). A core cut
+// short in its memory segments is read up to the cut (a warning; the rest
+// is an error); a core file that changes after Open gives errors, never
+// zeros.
+//
 // A Core is read-only and safe for concurrent use.
 package core
 

@@ -142,3 +142,30 @@ func walkAll(r omprt.Runtime) (failed int) {
 	}
 	return failed
 }
+
+// TestConcurrentUse walks one runtime from several goroutines while
+// another refreshes it (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.GompRuntime(t, fixtures.GompVersions[0]), fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core)
+	require.NoError(t, err)
+	defer c.Close()
+	r, err := gomp.Open(c)
+	require.NoError(t, err)
+	done := make(chan int)
+	for i := 0; i < 4; i++ {
+		go func() {
+			n := 0
+			for j := 0; j < 5; j++ {
+				n += walkAll(r)
+			}
+			done <- n
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		r.Refresh()
+	}
+	for i := 0; i < 4; i++ {
+		require.Zero(t, <-done, "every answer of a real core reads")
+	}
+}

@@ -7,7 +7,7 @@ import (
 // Region returns a region's record: a team at its level, or the level-0
 // region.
 func (r *Runtime) Region(ref omprt.Ref) (*omprt.RegionData, error) {
-	rec := r.regions.Get(ref, r.decodeRegion)
+	rec := r.getStop().regions.Get(ref, r.decodeRegion)
 	return rec.d, rec.err
 }
 
@@ -82,7 +82,7 @@ func (r *Runtime) ImplicitTask(ref omprt.Ref, n int) (omprt.Ref, error) {
 
 // Task returns a task's record.
 func (r *Runtime) Task(ref omprt.Ref) (*omprt.TaskData, error) {
-	rec := r.tasks.Get(ref, r.decodeTask)
+	rec := r.getStop().tasks.Get(ref, r.decodeTask)
 	return rec.d, rec.err
 }
 

@@ -88,9 +88,6 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	stop *stop
-
-	regions omprt.Cache[omprt.Ref, *regionRec]
-	tasks   omprt.Cache[omprt.Ref, *taskRec]
 }
 
 type regionRec struct {
@@ -174,8 +171,6 @@ func (r *Runtime) Refresh() {
 	r.mem.Refresh()
 	r.mu.Lock()
 	r.stop = nil
-	r.regions = omprt.Cache[omprt.Ref, *regionRec]{}
-	r.tasks = omprt.Cache[omprt.Ref, *taskRec]{}
 	r.mu.Unlock()
 }
 

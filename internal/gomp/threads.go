@@ -27,6 +27,9 @@ type stop struct {
 	// function of each region, from the stacks.
 	stacks map[omprt.ThreadRef]stackInfo
 	fns    map[omprt.Ref]uint64
+	// The regions and tasks decoded at this stop.
+	regions omprt.Cache[omprt.Ref, *regionRec]
+	tasks   omprt.Cache[omprt.Ref, *taskRec]
 }
 
 type member struct {

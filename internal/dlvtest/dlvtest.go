@@ -43,8 +43,19 @@ func Start(t testing.TB, name string, args ...string) *Session {
 // environment (OMPD_FIXTURE_HOLD=1, say).
 func StartEnv(t testing.TB, name string, extra []string, args ...string) *Session {
 	t.Helper()
-	fixtures.Runtime(t)
-	exe := fixtures.Build(t, name)
+	return start(t, fixtures.Runtime(t), name, extra, args)
+}
+
+// StartWith is Start for the program built against the runtime info
+// describes (a stripped copy, say: see fixtures.BuildWith).
+func StartWith(t testing.TB, info fixtures.RuntimeInfo, name string, args ...string) *Session {
+	t.Helper()
+	return start(t, info, name, nil, args)
+}
+
+func start(t testing.TB, info fixtures.RuntimeInfo, name string, extra, args []string) *Session {
+	t.Helper()
+	exe := fixtures.BuildWith(t, name, info)
 	dir := t.TempDir()
 	s := &Session{Exe: exe, TruthPath: filepath.Join(dir, "truth.json")}
 	env := fixtures.Env(name, append([]string{

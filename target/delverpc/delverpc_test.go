@@ -350,3 +350,35 @@ func TestCoreServer(t *testing.T) {
 	defer as.Close()
 	ompdtest.CheckTruth(t, as, stop.Truth)
 }
+
+// TestStrippedRuntime reads a session whose program runs a copy of the
+// runtime stripped as distributions ship it: without its debug file the
+// runtime is unreadable (not absent); with the debug directory that holds
+// it, every answer matches the truth.
+func TestStrippedRuntime(t *testing.T) {
+	st := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantOMPD))
+	s := dlvtest.StartWith(t, st.RuntimeInfo, fixtures.Nested)
+	ctx := testContext(t)
+	s.BreakAt(t, "stopme")
+	s.Continue(t)
+
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithDebugDirs())
+	require.NoError(t, err)
+	defer tgt.Close()
+	_, err = ompd.Open(tgt)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ompd.ErrIncompatible)
+	assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
+
+	dir := t.TempDir()
+	link := st.BuildIDPath(dir)
+	require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+	require.NoError(t, os.Symlink(st.DebugFile, link))
+	tgt2, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithDebugDirs(dir))
+	require.NoError(t, err)
+	defer tgt2.Close()
+	as, err := ompd.Open(tgt2)
+	require.NoError(t, err)
+	defer as.Close()
+	ompdtest.CheckTruth(t, as, s.Truth(t))
+}

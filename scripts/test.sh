@@ -69,6 +69,8 @@ if [[ "$fuzztime" != "0" ]]; then
 	rates=$(mktemp)
 	fuzz ./target/core FuzzOpen
 	fuzz . FuzzWalk
+	fuzz ./internal/unwind FuzzWalk
+	fuzz . FuzzBacktraceRegisters
 	echo "fuzz exec rates:"; cat "$rates"; rm -f "$rates"
 fi
 

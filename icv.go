@@ -13,31 +13,13 @@ type ScopeKind int
 
 // ICV scopes (ompd_scope_t).
 const (
-	ScopeGlobal       = ScopeKind(omprt.ScopeGlobal)
-	ScopeAddressSpace = ScopeKind(omprt.ScopeAddressSpace)
-	ScopeThread       = ScopeKind(omprt.ScopeThread)
-	ScopeParallel     = ScopeKind(omprt.ScopeParallel)
-	ScopeImplicitTask = ScopeKind(omprt.ScopeImplicitTask)
-	ScopeTask         = ScopeKind(omprt.ScopeTask)
+	ScopeGlobal       = ScopeKind(omprt.ScopeGlobal)       // global
+	ScopeAddressSpace = ScopeKind(omprt.ScopeAddressSpace) // address_space
+	ScopeThread       = ScopeKind(omprt.ScopeThread)       // thread
+	ScopeParallel     = ScopeKind(omprt.ScopeParallel)     // parallel
+	ScopeImplicitTask = ScopeKind(omprt.ScopeImplicitTask) // implicit_task
+	ScopeTask         = ScopeKind(omprt.ScopeTask)         // task
 )
-
-func (s ScopeKind) String() string {
-	switch s {
-	case ScopeGlobal:
-		return "global"
-	case ScopeAddressSpace:
-		return "address_space"
-	case ScopeThread:
-		return "thread"
-	case ScopeParallel:
-		return "parallel"
-	case ScopeImplicitTask:
-		return "implicit_task"
-	case ScopeTask:
-		return "task"
-	}
-	return fmt.Sprintf("ScopeKind(%d)", int(s))
-}
 
 // ICV identifies an internal control variable (ompd_icv_id_t). The ids and
 // names are those of LLVM's libompd 19, in its order, so ids can be passed
@@ -349,35 +331,18 @@ func (as *AddressSpace) NumProcs() (int, error) {
 // monotonic bit).
 type ScheduleKind int
 
-// Schedule kinds (omp_sched_t, plus LLVM's extensions).
+// Schedule kinds (omp_sched_t, plus LLVM's extensions trapezoidal and
+// static_steal).
 const (
-	ScheduleStatic      ScheduleKind = 1
-	ScheduleDynamic     ScheduleKind = 2
-	ScheduleGuided      ScheduleKind = 3
-	ScheduleAuto        ScheduleKind = 4
-	ScheduleTrapezoidal ScheduleKind = 101 // LLVM extension
-	ScheduleStaticSteal ScheduleKind = 102 // LLVM extension
+	ScheduleStatic      ScheduleKind = 1   // static
+	ScheduleDynamic     ScheduleKind = 2   // dynamic
+	ScheduleGuided      ScheduleKind = 3   // guided
+	ScheduleAuto        ScheduleKind = 4   // auto
+	ScheduleTrapezoidal ScheduleKind = 101 // trapezoidal
+	ScheduleStaticSteal ScheduleKind = 102 // static_steal
 )
 
 const monotonicBit = 0x80000000
-
-func (k ScheduleKind) String() string {
-	switch k {
-	case ScheduleStatic:
-		return "static"
-	case ScheduleDynamic:
-		return "dynamic"
-	case ScheduleGuided:
-		return "guided"
-	case ScheduleAuto:
-		return "auto"
-	case ScheduleTrapezoidal:
-		return "trapezoidal"
-	case ScheduleStaticSteal:
-		return "static_steal"
-	}
-	return fmt.Sprintf("ScheduleKind(%d)", int(k))
-}
 
 // Schedule is a run-sched-var value, as omp_get_schedule reports it.
 type Schedule struct {
@@ -415,36 +380,17 @@ func (t Task) Schedule() (Schedule, error) {
 // ProcBind is a thread affinity policy (omp_proc_bind_t).
 type ProcBind int
 
-// Affinity policies (omp_proc_bind_t, plus LLVM's).
+// Affinity policies (omp_proc_bind_t, plus LLVM's intel, where
+// KMP_AFFINITY decides, and default, where nothing is set).
 const (
-	ProcBindFalse   ProcBind = 0
-	ProcBindTrue    ProcBind = 1
-	ProcBindPrimary ProcBind = 2
-	ProcBindClose   ProcBind = 3
-	ProcBindSpread  ProcBind = 4
-	ProcBindIntel   ProcBind = 5 // LLVM: KMP_AFFINITY decides
-	ProcBindDefault ProcBind = 6 // LLVM: not set
+	ProcBindFalse   ProcBind = 0 // false
+	ProcBindTrue    ProcBind = 1 // true
+	ProcBindPrimary ProcBind = 2 // primary
+	ProcBindClose   ProcBind = 3 // close
+	ProcBindSpread  ProcBind = 4 // spread
+	ProcBindIntel   ProcBind = 5 // intel
+	ProcBindDefault ProcBind = 6 // default
 )
-
-func (b ProcBind) String() string {
-	switch b {
-	case ProcBindFalse:
-		return "false"
-	case ProcBindTrue:
-		return "true"
-	case ProcBindPrimary:
-		return "primary"
-	case ProcBindClose:
-		return "close"
-	case ProcBindSpread:
-		return "spread"
-	case ProcBindIntel:
-		return "intel"
-	case ProcBindDefault:
-		return "default"
-	}
-	return fmt.Sprintf("ProcBind(%d)", int(b))
-}
 
 // ProcBind returns the task's bind-var (ompd_get_proc_bind): the policy for
 // the next parallel region, then for each nested below it. The first

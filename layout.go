@@ -1,10 +1,6 @@
 package ompd
 
-import (
-	"fmt"
-
-	"github.com/ompd-go/ompd/internal/omprt"
-)
+import "github.com/ompd-go/ompd/internal/omprt"
 
 // LayoutSource says where an address space took the runtime's structure
 // layout from.
@@ -14,24 +10,12 @@ const (
 	// LayoutOMPDTables: the runtime's own OMPD tables (ompd_access__*,
 	// ompd_sizeof__*, ompd_bitfield__*), filled in by the runtime at
 	// start-up when it is built with OMPD support.
-	LayoutOMPDTables = LayoutSource(omprt.LayoutOMPDTables)
+	LayoutOMPDTables = LayoutSource(omprt.LayoutOMPDTables) // OMPD tables
 	// LayoutDWARF: the runtime's debug information, through the target's
 	// TypeSize and FieldOffset (a runtime built without OMPD support).
-	LayoutDWARF = LayoutSource(omprt.LayoutDWARF)
+	LayoutDWARF = LayoutSource(omprt.LayoutDWARF) // DWARF
 	// LayoutKnownTable: a table of known layouts built into this package,
 	// chosen by the runtime library's identity (version, build-id), for a
 	// runtime without OMPD tables or debug information.
-	LayoutKnownTable = LayoutSource(omprt.LayoutKnownTable)
+	LayoutKnownTable = LayoutSource(omprt.LayoutKnownTable) // known layout table
 )
-
-func (s LayoutSource) String() string {
-	switch s {
-	case LayoutOMPDTables:
-		return "OMPD tables"
-	case LayoutDWARF:
-		return "DWARF"
-	case LayoutKnownTable:
-		return "known layout table"
-	}
-	return fmt.Sprintf("LayoutSource(%d)", int(s))
-}

@@ -40,6 +40,10 @@
 // All methods are safe for concurrent use by several goroutines.
 package ompd
 
+// The String methods of the enumerations are generated; their names are the
+// constants' line comments.
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -linecomment -output enums_string.go -type State,ScopeKind,ScheduleKind,ProcBind,LayoutSource
+
 import (
 	"fmt"
 

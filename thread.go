@@ -1,10 +1,6 @@
 package ompd
 
-import (
-	"fmt"
-
-	"github.com/ompd-go/ompd/internal/omprt"
-)
+import "github.com/ompd-go/ompd/internal/omprt"
 
 // Thread is an OpenMP thread (ompd_thread_handle_t): one entry of the
 // runtime's thread table (a kmp_info_t). The zero Thread is not a thread;
@@ -243,75 +239,37 @@ func (t Thread) CurrentTask() (Task, error) {
 	return Task{as: t.as, ref: d.Task}, nil
 }
 
-// State is an OpenMP thread state (ompt_state_t).
+// State is an OpenMP thread state (ompt_state_t). String gives the state's
+// name as OMPT spells it without the "ompt_state_" prefix, e.g.
+// "wait_barrier_explicit".
 type State int64
 
 // Thread states of the OpenMP specification (ompt_state_t).
 const (
-	StateWorkSerial                   State = 0x000
-	StateWorkParallel                 State = 0x001
-	StateWorkReduction                State = 0x002
-	StateWaitBarrier                  State = 0x010
-	StateWaitBarrierImplicitParallel  State = 0x011
-	StateWaitBarrierImplicitWorkshare State = 0x012
-	StateWaitBarrierImplicit          State = 0x013
-	StateWaitBarrierExplicit          State = 0x014
-	StateWaitBarrierImplementation    State = 0x015
-	StateWaitBarrierTeams             State = 0x016
-	StateWaitTaskwait                 State = 0x020
-	StateWaitTaskgroup                State = 0x021
-	StateWaitMutex                    State = 0x040
-	StateWaitLock                     State = 0x041
-	StateWaitCritical                 State = 0x042
-	StateWaitAtomic                   State = 0x043
-	StateWaitOrdered                  State = 0x044
-	StateWaitTarget                   State = 0x080
-	StateWaitTargetMap                State = 0x081
-	StateWaitTargetUpdate             State = 0x082
-	StateIdle                         State = 0x100
-	StateOverhead                     State = 0x101
-	StateUndefined                    State = 0x102
+	StateWorkSerial                   State = 0x000 // work_serial
+	StateWorkParallel                 State = 0x001 // work_parallel
+	StateWorkReduction                State = 0x002 // work_reduction
+	StateWaitBarrier                  State = 0x010 // wait_barrier
+	StateWaitBarrierImplicitParallel  State = 0x011 // wait_barrier_implicit_parallel
+	StateWaitBarrierImplicitWorkshare State = 0x012 // wait_barrier_implicit_workshare
+	StateWaitBarrierImplicit          State = 0x013 // wait_barrier_implicit
+	StateWaitBarrierExplicit          State = 0x014 // wait_barrier_explicit
+	StateWaitBarrierImplementation    State = 0x015 // wait_barrier_implementation
+	StateWaitBarrierTeams             State = 0x016 // wait_barrier_teams
+	StateWaitTaskwait                 State = 0x020 // wait_taskwait
+	StateWaitTaskgroup                State = 0x021 // wait_taskgroup
+	StateWaitMutex                    State = 0x040 // wait_mutex
+	StateWaitLock                     State = 0x041 // wait_lock
+	StateWaitCritical                 State = 0x042 // wait_critical
+	StateWaitAtomic                   State = 0x043 // wait_atomic
+	StateWaitOrdered                  State = 0x044 // wait_ordered
+	StateWaitTarget                   State = 0x080 // wait_target
+	StateWaitTargetMap                State = 0x081 // wait_target_map
+	StateWaitTargetUpdate             State = 0x082 // wait_target_update
+	StateIdle                         State = 0x100 // idle
+	StateOverhead                     State = 0x101 // overhead
+	StateUndefined                    State = 0x102 // undefined
 )
-
-var stateNames = []struct {
-	s    State
-	name string
-}{
-	{StateUndefined, "undefined"},
-	{StateWorkSerial, "work_serial"},
-	{StateWorkParallel, "work_parallel"},
-	{StateWorkReduction, "work_reduction"},
-	{StateWaitBarrier, "wait_barrier"},
-	{StateWaitBarrierImplicitParallel, "wait_barrier_implicit_parallel"},
-	{StateWaitBarrierImplicitWorkshare, "wait_barrier_implicit_workshare"},
-	{StateWaitBarrierImplicit, "wait_barrier_implicit"},
-	{StateWaitBarrierExplicit, "wait_barrier_explicit"},
-	{StateWaitBarrierImplementation, "wait_barrier_implementation"},
-	{StateWaitBarrierTeams, "wait_barrier_teams"},
-	{StateWaitTaskwait, "wait_taskwait"},
-	{StateWaitTaskgroup, "wait_taskgroup"},
-	{StateWaitMutex, "wait_mutex"},
-	{StateWaitLock, "wait_lock"},
-	{StateWaitCritical, "wait_critical"},
-	{StateWaitAtomic, "wait_atomic"},
-	{StateWaitOrdered, "wait_ordered"},
-	{StateWaitTarget, "wait_target"},
-	{StateWaitTargetMap, "wait_target_map"},
-	{StateWaitTargetUpdate, "wait_target_update"},
-	{StateIdle, "idle"},
-	{StateOverhead, "overhead"},
-}
-
-// String returns the state's name as OMPT spells it without the
-// "ompt_state_" prefix, e.g. "wait_barrier_explicit".
-func (s State) String() string {
-	for _, e := range stateNames {
-		if e.s == s {
-			return e.name
-		}
-	}
-	return fmt.Sprintf("State(%#x)", int64(s))
-}
 
 // IsWait reports whether the state is a wait state (one with a wait id).
 func (s State) IsWait() bool { return s >= 0x010 && s < 0x100 }
@@ -319,11 +277,14 @@ func (s State) IsWait() bool { return s >= 0x010 && s < 0x100 }
 // States enumerates every thread state of the OpenMP specification
 // (ompd_enumerate_states), undefined first as the specification orders them.
 func States() []State {
-	out := make([]State, len(stateNames))
-	for i, e := range stateNames {
-		out[i] = e.s
+	return []State{
+		StateUndefined, StateWorkSerial, StateWorkParallel, StateWorkReduction,
+		StateWaitBarrier, StateWaitBarrierImplicitParallel, StateWaitBarrierImplicitWorkshare,
+		StateWaitBarrierImplicit, StateWaitBarrierExplicit, StateWaitBarrierImplementation,
+		StateWaitBarrierTeams, StateWaitTaskwait, StateWaitTaskgroup, StateWaitMutex, StateWaitLock,
+		StateWaitCritical, StateWaitAtomic, StateWaitOrdered, StateWaitTarget, StateWaitTargetMap,
+		StateWaitTargetUpdate, StateIdle, StateOverhead,
 	}
-	return out
 }
 
 // WaitID identifies what a waiting thread waits for (ompt_wait_id_t): the

@@ -97,6 +97,7 @@ func (c *Cache) keep(pg uint64, p []byte) {
 	c.pages[pg] = p
 }
 
+// Clear drops every page.
 func (c *Cache) Clear() { clear(c.pages) }
 
 // Drop drops the pages that [addr, addr+n) touches (after a write).

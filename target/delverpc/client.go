@@ -50,6 +50,7 @@ type ServerError struct {
 	Err error
 }
 
+// Error gives the method and the server's message.
 func (e *ServerError) Error() string { return fmt.Sprintf("delve server: %s: %s", e.Method, e.Msg) }
 
 // Unwrap returns Err.
@@ -105,6 +106,7 @@ type limitConn struct {
 	n     atomic.Int64
 }
 
+// Read reads, failing once the answer under way is over the limit.
 func (c *limitConn) Read(b []byte) (int, error) {
 	if c.n.Load() > c.limit {
 		return 0, fmt.Errorf("%w (%d MiB)", errTooLarge, c.limit>>20)

@@ -515,6 +515,7 @@ func (t *Target) threadPointerLocked(tid uint64) (uint64, error) {
 // lockedMemory reads target memory with t.mu already held.
 type lockedMemory struct{ t *Target }
 
+// ReadMemory reads through the page cache of the stop.
 func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.readLocked(buf, addr) }
 
 var (

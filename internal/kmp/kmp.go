@@ -97,6 +97,7 @@ type symTarget struct {
 	rt *Runtime
 }
 
+// LookupSymbol looks the symbol up through the runtime's cache.
 func (s symTarget) LookupSymbol(name string) (uint64, error) { return s.rt.sym(name) }
 
 // Info says this is LLVM's runtime and where its layout came from.

@@ -45,6 +45,7 @@ type Error struct {
 	errs   [2]error // what Unwrap returns, kept so that errors.Is does not allocate
 }
 
+// Error formats the message: context, sentinel, cause.
 func (e *Error) Error() string {
 	op := e.Format
 	if len(e.Args) > 0 {
@@ -131,6 +132,7 @@ func RegionN(r Ref) Name { return Name{kind: 'r', ref: r} }
 // TaskN names a task.
 func TaskN(r Ref) Name { return Name{kind: 'k', ref: r} }
 
+// String is the named object's handle id.
 func (n Name) String() string {
 	switch n.kind {
 	case 't':
@@ -151,6 +153,7 @@ type NameError struct {
 	kind [1]error
 }
 
+// Error formats the message: "NAME MSG: SENTINEL".
 func (e *NameError) Error() string { return e.name.String() + e.msg + ": " + e.kind[0].Error() }
 
 // Unwrap returns the sentinel.

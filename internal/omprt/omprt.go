@@ -283,6 +283,7 @@ type Runtime interface {
 // when the message is.
 type ThreadName ThreadRef
 
+// String is "thread/GTID@ADDR".
 func (n ThreadName) String() string {
 	var buf [48]byte
 	b := append(buf[:0], "thread/"...)
@@ -295,6 +296,7 @@ func (n ThreadName) String() string {
 // "parallel/TEAM/LLEVEL".
 type RegionName Ref
 
+// String is "parallel/TEAM/LLEVEL".
 func (n RegionName) String() string {
 	var buf [48]byte
 	b := append(buf[:0], "parallel/0x"...)
@@ -307,6 +309,7 @@ func (n RegionName) String() string {
 // explicit tasks, "task/ADDR/LLEVEL" for implicit ones.
 type TaskName Ref
 
+// String is "task/ADDR" or "task/ADDR/LLEVEL".
 func (n TaskName) String() string {
 	var buf [48]byte
 	b := append(buf[:0], "task/0x"...)
@@ -321,6 +324,7 @@ func (n TaskName) String() string {
 // IDKindName names a thread id kind as ompd.ThreadIDKind does.
 type IDKindName int
 
+// String is "pthread", "lwp" or "winthread".
 func (k IDKindName) String() string {
 	switch k {
 	case IDPthread:

@@ -32,7 +32,12 @@
 //     state; they are reported idle, with no region or task.
 //   - Global ICVs (cancel-var, max-task-priority-var, the nthreads and bind
 //     lists, affinity settings, ...) are hidden symbols: without the debug
-//     file they are ErrUnavailable saying so.
+//     file they are ErrUnavailable saying so. The display control
+//     variables are rebuilt from them as OMP_DISPLAY_ENV prints them
+//     (display.go).
+//   - Thread states and the outlined function of each region are read from
+//     the threads' stacks (stack.go), states marked inferred; where a
+//     stack does not tell, ErrUnavailable.
 package gomp
 
 import (

@@ -27,8 +27,9 @@
 // version is refused, and its version is never changed), State (with
 // NonBlocking, which returns at once while the program runs), ListThreads
 // through State, ListRegisters (fs_base, the thread pointer),
-// ListBreakpoints (hit counts, to tell stops apart), ListDynamicLibraries
-// and ExamineMemory. It never continues, halts, steps, switches threads,
+// ListBreakpoints (hit counts, to tell stops apart), ListDynamicLibraries,
+// ExamineMemory, IsMulticlient and, for a server on a core file that lists
+// no libraries, FindLocation of main (where the executable is loaded). It never continues, halts, steps, switches threads,
 // sets breakpoints, writes memory or detaches: WriteMemory fails with
 // target.ErrReadOnly, and Close only closes the connection.
 //
@@ -48,8 +49,9 @@
 //
 // A Target answers for one stop and caches what it read (memory by page,
 // threads, objects). Update asks the server for its state and reports
-// whether the process stopped again since; ReadMemory and the others never
-// ask on their own, so a Target does not slow down the reads of a stop.
+// whether the process stopped again since; WaitStop polls it until the
+// next stop, to follow a session. ReadMemory and the others never ask on
+// their own, so a Target does not slow down the reads of a stop.
 // While the user's program runs, Update and every read fail at once with
 // ErrRunning (a Delve server holds its process lock while the program
 // runs, and would answer a read only at the next stop); once the program

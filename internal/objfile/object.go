@@ -44,6 +44,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/errjoin"
@@ -100,9 +101,15 @@ type Object struct {
 	// The symbols of the object and of its separate debug file together,
 	// for an object without a .symtab of its own (see indexFull).
 	fullOnce  sync.Once
+	fullDone  atomic.Bool // fullSyms is ready
 	fullSyms  map[string]Symbol
 	fullFuncs []Symbol
-	fullErr   error
+	// The separate debug file's .symtab, read (not indexed) on first
+	// need; scans counts the lookups that scanned it (see scanDebug).
+	dbgTabOnce sync.Once
+	dbgTab     *rawSymtab
+	dbgTabErr  error
+	scans      atomic.Int32
 
 	// fullFuncs sorted by address, on the first SymbolAt.
 	sortOnce sync.Once
@@ -520,33 +527,86 @@ func (o *Object) indexSymbols() {
 	})
 }
 
-// indexFull indexes, for an object without a .symtab of its own, its
-// symbols together with the .symtab of its separate debug file. fullErr
-// says why that file could not be used.
-func (o *Object) indexFull() {
-	o.indexSymbols()
-	o.fullOnce.Do(func() {
-		o.fullSyms = o.syms
-		o.fullFuncs = o.funcs
+// debugSymtab returns, for an object without a .symtab of its own, the
+// .symtab of its separate debug file as it is in the file (nil for an
+// object with its own), or why there is none, reading it on the first
+// call.
+func (o *Object) debugSymtab() (*rawSymtab, error) {
+	o.dbgTabOnce.Do(func() {
 		if o.ownSymtab() {
 			return
 		}
 		df, err := o.separate()
 		if err != nil {
-			o.fullErr = fmt.Errorf("objfile: %s has no symbol table and no usable separate debug file: %w", o.path, err)
+			o.dbgTabErr = fmt.Errorf("objfile: %s has no symbol table and no usable separate debug file: %w", o.path, err)
 			return
 		}
-		list, err := readSymbols(df, elf.SHT_SYMTAB)
+		t, err := loadSymtab(df, elf.SHT_SYMTAB)
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			o.dbgTabErr = fmt.Errorf("objfile: %s: %s: .symtab: %w", o.path, o.dbgPath, err)
+			return
+		}
+		o.dbgTab = t
+	})
+	return o.dbgTab, o.dbgTabErr
+}
+
+// indexFull indexes, for an object without a .symtab of its own, its
+// symbols together with the .symtab of its separate debug file.
+func (o *Object) indexFull() {
+	o.indexSymbols()
+	o.fullOnce.Do(func() {
+		o.fullSyms = o.syms
+		o.fullFuncs = o.funcs
+		t, err := o.debugSymtab()
+		if t == nil || err != nil {
+			return
+		}
+		list := t.symbols()
 		syms := make(map[string]Symbol, len(o.syms)+len(list))
 		for k, v := range o.syms {
 			syms[k] = v
 		}
 		funcs := append([]Symbol(nil), o.funcs...)
-		if err := o.addSymbols(syms, &funcs, list, err, o.dbgPath+": .symtab"); err != nil {
-			o.fullErr = fmt.Errorf("objfile: %s: %w", o.path, err)
-		}
+		o.addSymbols(syms, &funcs, list, nil, "")
 		o.fullSyms, o.fullFuncs = syms, funcs
+		o.fullDone.Store(true)
 	})
+}
+
+// maxScans is how many lookups of names an object's own tables lack scan
+// the separate debug file's table before it is indexed whole.
+const maxScans = 32
+
+// scanDebug looks name up in the separate debug file's .symtab with one
+// pass over the table, picking the definition indexFull would (the first
+// of the best rank). Until an object has been asked for many such names
+// (maxScans), this is much cheaper than indexing the table: a program's
+// libc, for one, has no .symtab of its own, and every lookup of a name it
+// lacks (of _r_debug, which ld.so defines after it) reaches its debug
+// file, 10,000 symbols. use false means the caller must look in
+// indexFull's map instead; otherwise ok says whether the debug file
+// defines name.
+func (o *Object) scanDebug(name string) (s Symbol, ok, use bool) {
+	if o.fullDone.Load() || o.scans.Add(1) > maxScans {
+		return Symbol{}, false, false
+	}
+	t, err := o.debugSymtab()
+	if err != nil || t == nil {
+		return Symbol{}, false, err == nil
+	}
+	var one [1]elf.Symbol
+	m := map[string]Symbol{}
+	var none []Symbol
+	for i := 1; i < t.len(); i++ {
+		if !t.hasName(t.nameOff(i), name) {
+			continue
+		}
+		one[0] = t.symbol(i)
+		o.addSymbols(m, &none, one[:], nil, "")
+	}
+	s, ok = m[name]
+	return s, ok, true
 }
 
 // lookupOwn looks name up among the symbols the object has itself, without
@@ -569,9 +629,15 @@ func (o *Object) Lookup(name string) (Symbol, error) {
 	if s, ok := o.lookupOwn(name); ok {
 		return s, nil
 	}
-	o.indexFull()
-	if s, ok := o.fullSyms[name]; ok {
-		return s, nil
+	if s, ok, use := o.scanDebug(name); use {
+		if ok {
+			return s, nil
+		}
+	} else {
+		o.indexFull()
+		if s, ok := o.fullSyms[name]; ok {
+			return s, nil
+		}
 	}
 	err := target.ErrNotFound
 	if serr := o.SymbolErr(); serr != nil {
@@ -585,8 +651,9 @@ func (o *Object) Lookup(name string) (Symbol, error) {
 // file could give one; nil if neither. It may search for the separate
 // debug file.
 func (o *Object) SymbolErr() error {
-	o.indexFull()
-	return errjoin.Join(o.symErr, o.fullErr)
+	o.indexSymbols()
+	_, err := o.debugSymtab()
+	return errjoin.Join(o.symErr, err)
 }
 
 // SymbolAt returns the function symbol whose [Addr, Addr+Size) contains

@@ -234,3 +234,41 @@ func TestRDebugDoesNotSearch(t *testing.T) {
 	_, _ = o.Lookup("no_such_symbol_either")
 	assert.Equal(t, int32(1), asked.Load(), "the answer is kept")
 }
+
+// TestScanDebugMatchesIndex checks that looking names up by scanning the
+// separate debug file's table (the first lookups of names the object
+// lacks) gives what the full index gives, for every name of the table and
+// for a missing one, and that lookups go on working past maxScans.
+func TestScanDebugMatchesIndex(t *testing.T) {
+	exe, debug, _ := stripped(t, "--strip-all")
+	dir := buildIDDir(t, exe, debug)
+	open := func() *Object {
+		o, err := Open(exe, 0x555500000000, WithDebugInfo(debuginfo.Options{DebugDirs: []string{dir}}))
+		require.NoError(t, err)
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	ref := open()
+	ref.indexFull()
+	f, err := elf.Open(debug)
+	require.NoError(t, err)
+	syms, err := f.Symbols()
+	f.Close()
+	require.NoError(t, err)
+	names := []string{"no_such_symbol_anywhere"}
+	for _, s := range syms {
+		names = append(names, s.Name)
+	}
+	o := open()
+	for i, name := range names {
+		want, werr := ref.Lookup(name)
+		got, gerr := o.Lookup(name)
+		assert.Equal(t, want, got, name)
+		assert.Equal(t, werr == nil, gerr == nil, name)
+		if i < maxScans {
+			assert.False(t, o.fullDone.Load(), "lookup %d (%s) indexed the debug file", i, name)
+		}
+	}
+	assert.Greater(t, len(names), maxScans)
+	assert.NoError(t, o.SymbolErr())
+}

@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,11 @@ func TestNoOMPDRuntimeCores(t *testing.T) {
 			t.Cleanup(func() { as.Close() })
 			assert.Equal(t, ompd.LayoutDWARF, as.LayoutSource())
 			ompdtest.CheckStructure(t, as, stop.Truth)
+			// The snapshot says once what lacks OMPD support.
+			s, err := as.Snapshot(context.Background())
+			require.NoError(t, err)
+			assert.Contains(t, s.Errors, "display control variables: the runtime is built without OMPD support: ompd: unsupported")
+			assert.Contains(t, s.Errors, "breakpoints: the runtime is built without OMPD support: ompd: unsupported")
 		})
 	}
 }

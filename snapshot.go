@@ -3,6 +3,7 @@ package ompd
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 )
@@ -139,10 +140,16 @@ func memo[K comparable](m map[K]string, k K, f func() string) string {
 // The message is built only for errors recorded.
 func (sn *snap) note(id, what string, err error) {
 	if err != nil && !errors.Is(err, ErrUnavailable) {
-		if id != "" {
-			what = id + " " + what
+		msg := err.Error()
+		// Errors that already say what they are about keep one prefix
+		// ("breakpoints: the runtime is built without OMPD support").
+		if !strings.HasPrefix(msg, what+":") {
+			msg = what + ": " + msg
 		}
-		sn.s.Errors = append(sn.s.Errors, what+": "+err.Error())
+		if id != "" {
+			msg = id + " " + msg
+		}
+		sn.s.Errors = append(sn.s.Errors, msg)
 	}
 }
 

@@ -382,3 +382,30 @@ func TestStrippedRuntime(t *testing.T) {
 	defer as.Close()
 	ompdtest.CheckTruth(t, as, s.Truth(t))
 }
+
+// TestGomp reads a session of a gcc-compiled program on GCC's libgomp:
+// the runtime is found the same way, and its threads are the program's.
+func TestGomp(t *testing.T) {
+	s := dlvtest.StartWith(t, fixtures.GompRuntime(t, fixtures.GompVersions[0]), fixtures.Nested)
+	ctx := testContext(t)
+	s.BreakAt(t, "stopme")
+	s.Continue(t)
+	tr := s.Truth(t)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
+	require.NoError(t, err)
+	defer tgt.Close()
+	as, err := ompd.Open(tgt)
+	require.NoError(t, err)
+	defer as.Close()
+	ths, err := as.Threads()
+	require.NoError(t, err)
+	assert.Len(t, ths, len(tr.Threads))
+	for _, tt := range tr.Threads {
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+		if assert.NoError(t, err, "thread %d (%s)", tt.TID, tt.Role) {
+			n, err := th.Num()
+			require.NoError(t, err)
+			assert.Equal(t, tt.ThreadNum, n, "thread %d", tt.TID)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package objfile
 
 import (
 	"debug/dwarf"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -65,9 +66,51 @@ func (o *Object) lineDWARF() (*dwarf.Data, error) {
 		}
 		f, where = df, o.dbgPath
 	}
-	d, err := f.DWARF()
+	d, err := lineSections(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
+	}
+	return d, nil
+}
+
+// lineNeeds are the DWARF sections (without ".debug_") that line tables,
+// unit ranges and inlined-call scopes are read from: not the location
+// lists, frame tables, macros and the like, which are most of an optimized
+// library's DWARF.
+var lineNeeds = []string{"abbrev", "info", "line", "ranges", "str", "str_offsets", "line_str", "addr", "rnglists"}
+
+// lineSections builds the DWARF of f from the sections lineNeeds lists,
+// decompressed; a relocatable object (never loaded in a process) takes
+// (*elf.File).DWARF, which applies its relocations.
+func lineSections(f *elf.File) (*dwarf.Data, error) {
+	if f.Type == elf.ET_REL {
+		return f.DWARF()
+	}
+	raw := map[string][]byte{}
+	for _, name := range lineNeeds {
+		s := f.Section(".debug_" + name)
+		if s == nil {
+			s = f.Section(".zdebug_" + name)
+		}
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		raw[name] = b
+	}
+	d, err := dwarf.New(raw["abbrev"], nil, nil, raw["info"], raw["line"], nil, raw["ranges"], raw["str"])
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
+		if b, ok := raw[name]; ok {
+			if err := d.AddSection(".debug_"+name, b); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return d, nil
 }

@@ -52,7 +52,11 @@ const (
 )
 
 // mutationRegressions are mutations that once failed (fixture, seed,
-// index): they run on every test run.
+// index): they run on every test run. An id names a mutation of the
+// fixture's core as the pinned runtime and the compiler build it; a
+// fixture rebuilt differently maps it to other bytes, which is why each
+// entry says what it found (the same kind of corruption stays in the
+// seeded set).
 var mutationRegressions = []mutationID{
 	{fixtures.Serialized, 7, 3095}, // active level above the level
 	{fixtures.Serialized, 3, 2723}, // active level above the level

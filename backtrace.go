@@ -113,7 +113,8 @@ type btConfig struct {
 	fold      bool
 }
 
-// MaxFrames bounds the number of frames unwound (256 by default).
+// MaxFrames bounds the number of frames unwound (256 by default, 65536 at
+// most).
 func MaxFrames(n int) BacktraceOption {
 	return func(c *btConfig) { c.maxFrames = n }
 }

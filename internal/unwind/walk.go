@@ -46,6 +46,10 @@ var (
 // DefaultMaxDepth is the depth limit of a walk when Options.MaxDepth is 0.
 const DefaultMaxDepth = 256
 
+// MaxDepthLimit caps Options.MaxDepth: no real stack is deeper, and a
+// corrupt one must not make a walk allocate without bound.
+const MaxDepthLimit = 1 << 16
+
 // Method says how a frame was found from the frame below it.
 type Method uint8
 
@@ -113,7 +117,8 @@ func (s *Stack) Complete() bool { return errors.Is(s.End, ErrOutermost) }
 
 // Options bound a walk.
 type Options struct {
-	// MaxDepth is the most frames returned (DefaultMaxDepth if 0).
+	// MaxDepth is the most frames returned (DefaultMaxDepth if 0, at
+	// most MaxDepthLimit).
 	MaxDepth int
 }
 
@@ -133,6 +138,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 	if max <= 0 {
 		max = DefaultMaxDepth
 	}
+	max = min(max, MaxDepthLimit)
 	nums, err := target.NumbersOf(regs.Machine)
 	if err != nil {
 		return Stack{End: err}

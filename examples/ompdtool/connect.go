@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,14 +14,16 @@ import (
 // the user's debugger left it in, and leaves the session as it was.
 func connectMode() mode {
 	return mode{
-		synopsis: "connect [flags] HOST:PORT [EXE]",
+		synopsis: "connect [flags] [-follow] HOST:PORT [EXE]",
 		about: "Print the state of the process that a Delve server holds, at the stop its\n" +
 			"user left it in (the server of \"dlv --headless --accept-multiclient\n" +
 			"--api-version 2\", as dlv connect and editors use it). Nothing is changed:\n" +
 			"the program stays stopped, the user's breakpoints and thread stay as they\n" +
 			"were. EXE names the program's executable when the server's machine is\n" +
-			"another one (with -sysroot or -file-map for its libraries).",
-		flags: flagsCommon | flagsView,
+			"another one (with -sysroot or -file-map for its libraries). With -follow it\n" +
+			"waits for the session's next stop and prints it too, until the program\n" +
+			"exits (or Ctrl-C).",
+		flags: flagsCommon | flagsView | flagsFollow,
 		run:   runConnect,
 	}
 }
@@ -52,9 +55,26 @@ func runConnect(ctx context.Context, o *options, args []string, out io.Writer) e
 		return err
 	}
 	defer t.Close()
-	if _, err := t.Update(ctx); err != nil {
+	_, err = t.Update(ctx)
+	if o.follow && errors.Is(err, delverpc.ErrRunning) {
+		o.progressf("the program runs: waiting for the session's next stop")
+		err = t.WaitStop(ctx, 0)
+	}
+	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	o.progressf("process %d, stopped in thread %d", t.Pid(), t.CurrentThread())
-	return o.inspect(ctx, t, out)
+	for {
+		o.progressf("process %d, stopped in thread %d", t.Pid(), t.CurrentThread())
+		if err := o.inspect(ctx, t, out); err != nil || !o.follow {
+			return err
+		}
+		err := t.WaitStop(ctx, 0)
+		if errors.Is(err, delverpc.ErrExited) {
+			o.progressf("%v", err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+	}
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 
 	"github.com/ompd-go/ompd/internal/dlvtest"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/target/delverpc"
 )
 
 // TestConnect: a user stops the nested fixture at stopme in a headless
@@ -68,4 +73,78 @@ func TestConnectErrors(t *testing.T) {
 	code, _, errOut = execTool(ctx, "connect", addr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, addr)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestConnectFollow: with -follow, connect prints the state at the user's
+// stop, then at the next one, and ends when the program exits.
+func TestConnectFollow(t *testing.T) {
+	s := dlvtest.Start(t, fixtures.Nested)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s.BreakAt(t, "stopme")
+	s.Continue(t)
+
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-q", "-follow", "connect", s.Srv.Addr}, out, io.Discard) }()
+	header := "OpenMP runtime:"
+	waitFor := func(n int) {
+		t.Helper()
+		for strings.Count(out.String(), header) < n {
+			select {
+			case err := <-done:
+				t.Fatalf("connect -follow ended early: %v\n%s", err, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			require.NoError(t, ctx.Err())
+		}
+	}
+	waitFor(1)
+
+	// The user goes on to the end of a region (libomp's functions are
+	// not in Delve's list: break at the symbol's address).
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
+	require.NoError(t, err)
+	pe, err := tgt.LookupSymbol("ompd_bp_parallel_end")
+	require.NoError(t, err)
+	tgt.Close()
+	_, err = s.User.CreateBreakpoint(&api.Breakpoint{Addr: pe})
+	require.NoError(t, err)
+	s.Continue(t)
+	waitFor(2)
+
+	// And on to the program's end: connect -follow ends with it.
+	bps, err := s.User.ListBreakpoints(false)
+	require.NoError(t, err)
+	for _, b := range bps {
+		_, err := s.User.ClearBreakpoint(b.ID)
+		require.NoError(t, err)
+	}
+	for range s.User.Continue() {
+	}
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("connect -follow did not end with the program")
+	}
+	assert.Equal(t, 2, strings.Count(out.String(), header), "one state per stop")
 }

@@ -27,7 +27,7 @@ func execTool(ctx context.Context, args ...string) (int, string, string) {
 }
 
 // every flag of every mode, as -h must list them.
-var allFlags = []string{"-json", "-q", "-debug-dir", "-sysroot", "-file-map", "-threads", "-thread", "-vars", "-breakpoints", "-summary", "-env", "-break"}
+var allFlags = []string{"-json", "-q", "-debug-dir", "-sysroot", "-file-map", "-threads", "-thread", "-vars", "-breakpoints", "-summary", "-env", "-break", "-follow"}
 
 // TestHelp: -h, --help and help print the usage on standard output, with
 // every flag, and exit 0; each mode has its own.

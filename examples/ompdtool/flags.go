@@ -32,6 +32,8 @@ type options struct {
 	bt          bool // unwind every thread's stack
 	btRuntime   bool // with bt: show the runtime's frames one by one
 
+	follow bool // connect: print every stop of the session
+
 	// live programs (launch, events)
 	env envFlags
 	brk string
@@ -48,6 +50,7 @@ const (
 	flagsView                // -threads, -thread, -vars, -breakpoints, -summary, -bt, -bt-runtime
 	flagsProgram             // -env
 	flagsBreak               // -break
+	flagsFollow              // -follow
 )
 
 // mode is one way to run the tool.
@@ -106,7 +109,7 @@ func init() {
 func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 	name := "ompdtool"
 	if mode == "" {
-		which = flagsCommon | flagsView | flagsProgram | flagsBreak
+		which = flagsCommon | flagsView | flagsProgram | flagsBreak | flagsFollow
 	} else {
 		name += " " + mode
 	}
@@ -152,6 +155,9 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 	if which&flagsProgram != 0 {
 		fs.Var(&o.env, "env", "add `KEY=VALUE` to the program's environment (repeatable)")
 	}
+	if which&flagsFollow != 0 {
+		fs.BoolVar(&o.follow, "follow", o.follow, "connect: print the state again at each stop of the session, until the program exits")
+	}
 	if which&flagsBreak != 0 {
 		fs.StringVar(&o.brk, "break", o.brk, "launch: stop the program when it calls `FUNC`")
 	}
@@ -187,6 +193,9 @@ func (o *options) check(name string, m mode) error {
 	}
 	if m.flags&flagsProgram == 0 && len(o.env) > 0 {
 		return usagef(name, "-env applies to launch and events")
+	}
+	if m.flags&flagsFollow == 0 && o.follow {
+		return usagef(name, "-follow applies to connect")
 	}
 	if m.flags&flagsBreak == 0 && o.brk != "stopme" {
 		return usagef(name, "-break applies to launch")

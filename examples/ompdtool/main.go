@@ -7,7 +7,7 @@
 //
 //	ompdtool [flags] core [flags] EXE CORE...
 //	ompdtool [flags] attach [flags] PID
-//	ompdtool [flags] connect [flags] HOST:PORT [EXE]
+//	ompdtool [flags] connect [flags] [-follow] HOST:PORT [EXE]
 //	ompdtool [flags] launch [flags] [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
 //	ompdtool [flags] events [flags] [-env KEY=VALUE]... -- PROG [ARGS...]
 //	ompdtool help [MODE]
@@ -20,8 +20,9 @@
 // state and detaches, leaving it running. connect reads the process a
 // headless Delve server holds (dlv --headless --accept-multiclient
 // --api-version 2), at the stop its user left it in, without changing
-// anything in the session. launch starts PROG, runs it until
-// it calls FUNC (default stopme), prints its state and kills it. events
+// anything in the session; with -follow, at each later stop too. launch
+// starts PROG, runs it until it calls FUNC (default stopme), prints its
+// state and kills it. events
 // starts PROG and prints, as they happen, the parallel regions, tasks and
 // threads of the OpenMP runtime beginning and ending, until the program
 // exits. launch and events add OMP_DEBUG=enabled to the program's

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +32,12 @@ import (
 // library reads: the OMPD tables and other runtime globals, the
 // __kmp_threads table, kmp_info_t, teams, tasks) and of copies of their
 // executable and runtime library (headers, symbol tables, notes, DWARF,
-// unwind tables), each one opened and
-// walked through the whole API. For every mutation: no panic, every call
-// returns within mutationDeadline, allocation stays under mutationAllocs,
-// every error matches one of the package's sentinels, and every answer
-// keeps the invariants of checkSnapshot and walkRegions.
+// unwind tables), each one opened and walked through the whole API (one in
+// 100 by four goroutines at once, for the race detector). For every
+// mutation: no panic, every call returns within mutationDeadline,
+// allocation stays under mutationAllocs, every error matches one of the
+// package's sentinels, and every answer keeps the invariants of
+// ompdtest.Invariants.
 //
 // OMPD_GO_MUTATIONS sets how many mutations run (default
 // defaultMutations, spread over the fixtures), or for how long if it is a
@@ -515,7 +517,26 @@ func (m *mutator) run(mu *mutation) []string {
 		return ompdtest.SentinelProblems("open", err)
 	}
 	defer as.Close()
-	return ompdtest.Invariants(as)
+	if mu.id.index%100 != 7 {
+		return ompdtest.Invariants(as)
+	}
+	// One in 100: four walks at once over the same address space, for
+	// the race detector (the per-stop decode is shared).
+	var wg sync.WaitGroup
+	var mtx sync.Mutex
+	var out []string
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := ompdtest.Invariants(as)
+			mtx.Lock()
+			out = append(out, p...)
+			mtx.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // mutationBudget reads OMPD_GO_MUTATIONS: a count, or a duration.

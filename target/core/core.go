@@ -296,7 +296,9 @@ func (c *Core) buildMemory(cfg *config) {
 		}
 		mf := c.files[name]
 		if mf == nil {
-			mf = &mappedFile{name: name, paths: cfg.paths(name), page: page}
+			// Where to look is worked out on first use: a core may
+			// name millions of files, each resolved under a sysroot.
+			mf = &mappedFile{name: name, paths: func() []string { return cfg.paths(name) }, page: page}
 			c.files[name] = mf
 		}
 		rs = append(rs, region{start: e.start, end: e.end, base: e.start, src: fileSource{mf: mf, off: e.off}})

@@ -212,7 +212,7 @@ func (zeroSource) readAt(p []byte, _ uint64) error {
 // mappedFile is a file named by NT_FILE, opened on first use.
 type mappedFile struct {
 	name  string   // as the core names it
-	paths []string // where to look for it, in order
+	paths func() []string // where to look for it, in order
 	page  uint64
 
 	once sync.Once
@@ -228,7 +228,7 @@ type mappedFile struct {
 func (mf *mappedFile) open() error {
 	mf.once.Do(func() {
 		var errs []error
-		for _, p := range mf.paths {
+		for _, p := range mf.paths() {
 			// Only a regular file: a FIFO must not hang the read.
 			f, err := regfile.Open(p)
 			if err != nil {

@@ -425,7 +425,9 @@ func (sn *snap) frames(ctx context.Context, th Thread, ts *ThreadSnapshot, opts 
 	if bt.End != nil {
 		ts.StackEnd = bt.End.Error()
 	}
-	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) {
+	// A runtime that records no task frames (libgomp) is no error of
+	// this thread's.
+	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) && !errors.Is(bt.PlaceErr, ErrUnsupported) {
 		sn.note(ts.ID, "backtrace task placement", bt.PlaceErr)
 	}
 	ts.Frames = SnapshotFrames(bt)

@@ -15,6 +15,8 @@
 #                     BenchmarkBacktrace*
 #   target/delve      BenchmarkLiveVsCore (a live stop through Delve against
 #                     a core of the same stop)
+#   target/delverpc   BenchmarkSnapshot over a real dlv server (round trips)
+#   internal/gomp     BenchmarkStop (GCC's libgomp, 64 threads)
 # The raw `go test -bench` output goes to OUTDIR/bench.txt (default: a new
 # temporary directory), the conditions (machine, load, Go, commit) to
 # OUTDIR/conditions.txt, and a table of medians over the runs to stdout
@@ -54,7 +56,7 @@ bash scripts/build-runtime.sh >&2
 cat "$out/conditions.txt" >&2
 
 : >"$out/bench.txt"
-for pkg in ./internal/compare . ./target/delve; do
+for pkg in ./internal/compare . ./target/delve ./target/delverpc ./internal/gomp; do
 	echo "== $pkg" >&2
 	go test -run '^$' -bench "$pattern" -benchtime "$benchtime" -count "$count" -timeout 60m "$pkg" |
 		tee -a "$out/bench.txt" >&2

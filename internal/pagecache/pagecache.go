@@ -19,6 +19,11 @@ const MaxPages = 16384
 // for concurrent use: the targets serialize their reads.
 type Cache struct {
 	pages map[uint64][]byte
+	// Buffers of the runs read in this stop (see readRun), and those of
+	// earlier stops to reuse, by length in pages: a stop reads megabytes,
+	// which would otherwise be garbage at every Clear.
+	used [][]byte
+	free [maxRun + 1][][]byte
 }
 
 // Read fills buf with the memory at addr, from the cache where it can.
@@ -79,10 +84,17 @@ func (c *Cache) readRun(pg, last uint64, raw func([]byte, uint64) error) ([]byte
 	if k == 1 {
 		return nil, false
 	}
-	run := make([]byte, k*PageSize)
+	var run []byte
+	if n := len(c.free[k]); n > 0 {
+		run, c.free[k] = c.free[k][n-1], c.free[k][:n-1]
+	} else {
+		run = make([]byte, k*PageSize)
+	}
 	if err := raw(run, pg); err != nil {
+		c.free[k] = append(c.free[k], run)
 		return nil, false
 	}
+	c.used = append(c.used, run)
 	for i := range k {
 		c.keep(pg+uint64(i)*PageSize, run[i*PageSize:(i+1)*PageSize:(i+1)*PageSize])
 	}
@@ -93,12 +105,21 @@ func (c *Cache) readRun(pg, last uint64, raw func([]byte, uint64) error) ([]byte
 func (c *Cache) keep(pg uint64, p []byte) {
 	if len(c.pages) >= MaxPages {
 		clear(c.pages)
+		// Not reused: pages of the run being kept stay in the map.
+		c.used = nil
 	}
 	c.pages[pg] = p
 }
 
 // Clear drops every page.
-func (c *Cache) Clear() { clear(c.pages) }
+func (c *Cache) Clear() {
+	clear(c.pages)
+	for _, b := range c.used {
+		k := len(b) / PageSize
+		c.free[k] = append(c.free[k], b)
+	}
+	c.used = c.used[:0]
+}
 
 // Drop drops the pages that [addr, addr+n) touches (after a write).
 func (c *Cache) Drop(addr uint64, n int) {

@@ -101,3 +101,32 @@ func TestReadRun(t *testing.T) {
 	assert.Equal(t, 4, calls, "the run, page 0x3000, page 0x4000, its part")
 	assert.Equal(t, 1, c.Len())
 }
+
+// TestReuseAfterClear checks that the buffers of one stop's runs serve the
+// next stop without showing the old memory.
+func TestReuseAfterClear(t *testing.T) {
+	var c Cache
+	gen := byte(0)
+	raw := func(buf []byte, addr uint64) error {
+		for i := range buf {
+			buf[i] = byte(addr+uint64(i)) + gen
+		}
+		return nil
+	}
+	buf := make([]byte, 0x3000)
+	for stop := range 3 {
+		gen = byte(stop * 7)
+		require.NoError(t, c.Read(buf, 0x10000, raw))
+		require.NoError(t, c.Read(buf[:0x2000], 0x20000, raw))
+		for i, b := range buf[:0x2000] {
+			require.Equal(t, byte(0x20000+i)+gen, b, "stop %d byte %#x", stop, i)
+		}
+		require.NoError(t, c.Read(buf, 0x10000, raw))
+		for i, b := range buf {
+			require.Equal(t, byte(0x10000+i)+gen, b, "stop %d byte %#x", stop, i)
+		}
+		c.Clear()
+	}
+	assert.Len(t, c.free[3], 1)
+	assert.Len(t, c.free[2], 1)
+}

@@ -226,3 +226,37 @@ func ExampleAddressSpace_Snapshot() {
 	// gtid 3: 2 regions, 2 tasks
 	// gtid 4: 0 regions, 0 tasks
 }
+
+func ExampleAddressSpace_Runtime() {
+	as, err := ompd.Open(stoppedProgram())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer as.Close()
+	rt := as.Runtime()
+	fmt.Printf("%s, layout from %s, other runtimes loaded: %d\n", rt.Name, rt.Layout, len(rt.AlsoLoaded))
+	// Output: LLVM libomp, layout from OMPD tables, other runtimes loaded: 0
+}
+
+func ExampleThread_StateInferred() {
+	as, err := ompd.Open(stoppedProgram())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer as.Close()
+	threads, _ := as.Threads()
+	state, _, err := threads[0].State()
+	if err != nil {
+		// libgomp: the thread's stack did not tell.
+		fmt.Println("state unknown:", err)
+		return
+	}
+	how := "recorded by the runtime"
+	if inferred, _ := threads[0].StateInferred(); inferred {
+		how = "inferred from the thread's stack" // libgomp
+	}
+	fmt.Println(state, how)
+	// Output: work_parallel recorded by the runtime
+}

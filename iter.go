@@ -3,6 +3,8 @@ package ompd
 import (
 	"errors"
 	"iter"
+
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // walk yields first and each next element until next says there is none
@@ -97,3 +99,20 @@ func (p Parallel) Threads() iter.Seq2[Thread, error] {
 		}
 	}
 }
+
+// follow makes the handle (mk) of what a record links to, after the
+// record's own error and the link's.
+func follow[D, R, H any](d D, err error, link func(D) (R, error), mk func(R) H) (H, error) {
+	var zero H
+	if err != nil {
+		return zero, err
+	}
+	r, err := link(d)
+	if err != nil {
+		return zero, err
+	}
+	return mk(r), nil
+}
+
+func (as *AddressSpace) task(r omprt.Ref) Task         { return Task{as: as, ref: r} }
+func (as *AddressSpace) parallel(r omprt.Ref) Parallel { return Parallel{as: as, ref: r} }

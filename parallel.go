@@ -89,13 +89,7 @@ func (p Parallel) NumThreads() (int, error) {
 // there, so a loop over Enclosing ends.
 func (p Parallel) Enclosing() (Parallel, error) {
 	d, err := p.data()
-	if err != nil {
-		return Parallel{}, err
-	}
-	if d.EnclosingErr != nil {
-		return Parallel{}, d.EnclosingErr
-	}
-	return Parallel{as: p.as, ref: d.Enclosing}, nil
+	return follow(d, err, func(d *omprt.RegionData) (omprt.Ref, error) { return d.Enclosing, d.EnclosingErr }, p.as.parallel)
 }
 
 // Thread returns the thread with number n in the region's team

@@ -120,13 +120,7 @@ func (t Task) InFinal() (bool, error) {
 // (ompd_get_task_parallel_handle).
 func (t Task) Parallel() (Parallel, error) {
 	d, err := t.data()
-	if err != nil {
-		return Parallel{}, err
-	}
-	if d.RegionErr != nil {
-		return Parallel{}, d.RegionErr
-	}
-	return Parallel{as: t.as, ref: d.Region}, nil
+	return follow(d, err, func(d *omprt.TaskData) (omprt.Ref, error) { return d.Region, d.RegionErr }, t.as.parallel)
 }
 
 // Generating returns the task that created t, its generating ancestor
@@ -136,13 +130,7 @@ func (t Task) Parallel() (Parallel, error) {
 // still bound its steps or keep a visited set, as Snapshot does.
 func (t Task) Generating() (Task, error) {
 	d, err := t.data()
-	if err != nil {
-		return Task{}, err
-	}
-	if d.GeneratingErr != nil {
-		return Task{}, d.GeneratingErr
-	}
-	return Task{as: t.as, ref: d.Generating}, nil
+	return follow(d, err, func(d *omprt.TaskData) (omprt.Ref, error) { return d.Generating, d.GeneratingErr }, t.as.task)
 }
 
 // Scheduling returns the task whose execution t interrupted in its thread,
@@ -153,13 +141,7 @@ func (t Task) Generating() (Task, error) {
 // worker's implicit task and the initial task have none (ErrUnavailable).
 func (t Task) Scheduling() (Task, error) {
 	d, err := t.data()
-	if err != nil {
-		return Task{}, err
-	}
-	if d.SchedulingErr != nil {
-		return Task{}, d.SchedulingErr
-	}
-	return Task{as: t.as, ref: d.Scheduling}, nil
+	return follow(d, err, func(d *omprt.TaskData) (omprt.Ref, error) { return d.Scheduling, d.SchedulingErr }, t.as.task)
 }
 
 // Function returns the entry address of the task's code

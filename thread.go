@@ -217,26 +217,14 @@ func (t Thread) league() (*omprt.ThreadData, error) {
 // a num_threads(1) region gets that region, at its own level.
 func (t Thread) CurrentParallel() (Parallel, error) {
 	d, err := t.data()
-	if err != nil {
-		return Parallel{}, err
-	}
-	if d.RegionErr != nil {
-		return Parallel{}, d.RegionErr
-	}
-	return Parallel{as: t.as, ref: d.Region}, nil
+	return follow(d, err, func(d *omprt.ThreadData) (omprt.Ref, error) { return d.Region, d.RegionErr }, t.as.parallel)
 }
 
 // CurrentTask returns the task the thread is executing
 // (ompd_get_curr_task_handle).
 func (t Thread) CurrentTask() (Task, error) {
 	d, err := t.data()
-	if err != nil {
-		return Task{}, err
-	}
-	if d.TaskErr != nil {
-		return Task{}, d.TaskErr
-	}
-	return Task{as: t.as, ref: d.Task}, nil
+	return follow(d, err, func(d *omprt.ThreadData) (omprt.Ref, error) { return d.Task, d.TaskErr }, t.as.task)
 }
 
 // State is an OpenMP thread state (ompt_state_t). String gives the state's

@@ -119,37 +119,90 @@ func (c *limitConn) Read(b []byte) (int, error) {
 // call calls RPCServer.method. Unless probe is set, it fails at once while
 // an earlier call has timed out without the server answering since.
 func (c *conn) call(ctx context.Context, probe bool, method string, args, reply any) error {
-	c.mu.Lock()
-	if err := c.broken; err != nil {
-		c.mu.Unlock()
+	if err := c.ready(probe); err != nil {
 		return err
 	}
-	if err := c.stuck; err != nil && !probe {
-		c.mu.Unlock()
-		return err
-	}
-	c.mu.Unlock()
-
-	c.calls.Add(1)
 	done := make(chan *rpc.Call, 1)
-	call := c.rc.Go("RPCServer."+method, args, reply, done)
+	c.send(method, args, reply, done)
+	call, err := c.wait(ctx, method, done)
+	if err != nil {
+		return err
+	}
+	return c.result(method, call)
+}
+
+// pipeline is how many requests callEach keeps under way: the server
+// answers them in order, and the round trip is paid once per window.
+const pipeline = 32
+
+// callEach makes n calls of RPCServer.method, args(i) and reply(i) giving
+// each one's, without waiting for each answer before the next request, so
+// that a server far away costs one round trip rather than n. It returns
+// the first error.
+func (c *conn) callEach(ctx context.Context, method string, n int, args, reply func(int) any) error {
+	if err := c.ready(false); err != nil {
+		return err
+	}
+	done := make(chan *rpc.Call, pipeline)
+	var first error
+	for sent, got := 0, 0; got < n; got++ {
+		for ; sent < n && sent-got < pipeline; sent++ {
+			c.send(method, args(sent), reply(sent), done)
+		}
+		call, err := c.wait(ctx, method, done)
+		if err != nil {
+			return err
+		}
+		if err := c.result(method, call); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// ready fails if the connection is gone or, unless probe, stuck.
+func (c *conn) ready(probe bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return c.broken
+	}
+	if c.stuck != nil && !probe {
+		return c.stuck
+	}
+	return nil
+}
+
+// send sends a request; its answer goes to done.
+func (c *conn) send(method string, args, reply any, done chan *rpc.Call) {
+	c.calls.Add(1)
+	c.rc.Go("RPCServer."+method, args, reply, done)
+}
+
+// wait waits for the next answer on done, at most the timeout.
+func (c *conn) wait(ctx context.Context, method string, done chan *rpc.Call) (*rpc.Call, error) {
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	select {
-	case <-call.Done:
+	case call := <-done:
+		c.mu.Lock()
+		c.stuck = nil
+		c.mu.Unlock()
+		c.nc.n.Store(0)
+		return call, nil
 	case <-timer.C:
 		err := fmt.Errorf("delverpc: %s: %s: %w (%v)", c.addr, method, ErrTimeout, c.timeout)
 		c.mu.Lock()
 		c.stuck = err
 		c.mu.Unlock()
-		return err
+		return nil, err
 	case <-ctx.Done():
-		return fmt.Errorf("delverpc: %s: %s: %w", c.addr, method, ctx.Err())
+		return nil, fmt.Errorf("delverpc: %s: %s: %w", c.addr, method, ctx.Err())
 	}
-	c.mu.Lock()
-	c.stuck = nil
-	c.mu.Unlock()
-	c.nc.n.Store(0)
+}
+
+// result classifies the error of a call that completed.
+func (c *conn) result(method string, call *rpc.Call) error {
 	if call.Error == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package delverpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/rpc"
@@ -61,6 +62,7 @@ type fakeServer struct {
 	apiVersion int
 	dieOnRead  bool
 	single     bool // not --accept-multiclient
+	threads    int  // threads 1..threads instead of thread 42
 	conn       net.Conn
 	mu         sync.Mutex
 	calls      []string
@@ -96,6 +98,27 @@ func (s *RPCServer) State(_ rpc2.StateIn, out *rpc2.StateOut) error {
 	s.note("State")
 	th := &api.Thread{ID: 42, PC: 0x401000}
 	out.State = &api.DebuggerState{Pid: 42, Threads: []*api.Thread{th}, CurrentThread: th}
+	if s.f.threads > 0 {
+		out.State.Threads = nil
+		for i := 1; i <= s.f.threads; i++ {
+			out.State.Threads = append(out.State.Threads, &api.Thread{ID: i, PC: 0x401000})
+		}
+		out.State.CurrentThread = out.State.Threads[0]
+	}
+	return nil
+}
+
+// ListRegisters gives thread i the thread pointer i*0x1000, except thread
+// 7, whose registers it cannot read.
+func (s *RPCServer) ListRegisters(in rpc2.ListRegistersIn, out *rpc2.ListRegistersOut) error {
+	s.note("ListRegisters")
+	if in.ThreadID == 7 {
+		return errors.New("could not get registers")
+	}
+	out.Regs = api.Registers{
+		{Name: "Rip", Value: "0x401000", DwarfNumber: 16},
+		{Name: "Fs_base", Value: fmt.Sprintf("%#x", in.ThreadID*0x1000), DwarfNumber: 58},
+	}
 	return nil
 }
 
@@ -238,4 +261,35 @@ func TestDialSingleClient(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	assert.Equal(t, []string{"GetVersion", "IsMulticlient"}, f.calls)
+}
+
+// TestManyThreadsPipelined: the registers of many threads are asked for
+// without waiting for each answer, come back to the right threads, and a
+// thread whose registers the server cannot read keeps an unknown (zero)
+// thread pointer instead of failing the list.
+func TestManyThreadsPipelined(t *testing.T) {
+	f := &fakeServer{apiVersion: 2, threads: 300}
+	addr := listen(t, f.serve)
+	tgt, err := delverpc.Dial(context.Background(), addr, delverpc.WithTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer tgt.Close()
+	ths, err := tgt.Threads()
+	require.NoError(t, err)
+	require.Len(t, ths, 300)
+	for _, th := range ths {
+		if th.ID == 7 {
+			assert.Zero(t, th.Pointer)
+			continue
+		}
+		assert.Equal(t, th.ID*0x1000, th.Pointer, "thread %d", th.ID)
+	}
+	_, err = tgt.ThreadRegisters(7)
+	assert.ErrorIs(t, err, target.ErrNoMemory)
+	r, err := tgt.ThreadRegisters(8)
+	require.NoError(t, err)
+	pc, ok := r.PC()
+	assert.True(t, ok)
+	assert.Equal(t, uint64(0x401000), pc)
+	_, err = tgt.LookupThreadLocal(7, "x")
+	assert.ErrorIs(t, err, target.ErrUnsupported)
 }

@@ -3,6 +3,7 @@ package delverpc
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
@@ -13,11 +14,15 @@ import (
 func (t *Target) ThreadRegisters(tid uint64) (target.Registers, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, err := t.threadsLocked(); err != nil {
+	ths, err := t.threadsLocked()
+	if err != nil {
 		return target.Registers{}, err
 	}
 	r, ok := t.regs[tid]
 	if !ok {
+		if slices.ContainsFunc(ths, func(th target.Thread) bool { return th.ID == tid }) {
+			return target.Registers{}, fmt.Errorf("delverpc: thread %d: the server gave no registers: %w", tid, target.ErrNoMemory)
+		}
 		return target.Registers{}, fmt.Errorf("delverpc: thread %d: %w", tid, target.ErrNoThread)
 	}
 	if _, ok := r.PC(); !ok {

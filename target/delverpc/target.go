@@ -456,19 +456,28 @@ func (t *Target) threadsLocked() ([]target.Thread, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	out := make([]target.Thread, 0, len(t.stop.threads))
-	regs := make(map[uint64]target.Registers, len(t.stop.threads))
-	for _, id := range t.stop.threads {
-		var lr rpc2.ListRegistersOut
-		if err := t.c.call(bg, false, "ListRegisters", rpc2.ListRegistersIn{ThreadID: id}, &lr); err != nil {
-			return nil, fmt.Errorf("thread %d: registers: %w", id, err)
+	ids := t.stop.threads
+	lrs := make([]rpc2.ListRegistersOut, len(ids))
+	// One request per thread, pipelined: a server far away costs one
+	// round trip per window, not per thread.
+	err := t.c.callEach(bg, "ListRegisters", len(ids),
+		func(i int) any { return rpc2.ListRegistersIn{ThreadID: ids[i]} },
+		func(i int) any { return &lrs[i] })
+	var se *ServerError
+	if err != nil && !errors.As(err, &se) {
+		return nil, fmt.Errorf("registers: %w", err)
+	}
+	out := make([]target.Thread, 0, len(ids))
+	regs := make(map[uint64]target.Registers, len(ids))
+	for i, id := range ids {
+		th := target.Thread{ID: uint64(id)}
+		if tp, err := fsBase(lrs[i].Regs); err == nil {
+			// A thread whose registers the server could not give
+			// keeps a zero (unknown) thread pointer.
+			th.Pointer = tp
+			regs[uint64(id)] = dwarfRegs(lrs[i].Regs)
 		}
-		tp, err := fsBase(lr.Regs)
-		if err != nil {
-			return nil, fmt.Errorf("thread %d: %w", id, err)
-		}
-		out = append(out, target.Thread{ID: uint64(id), Pointer: tp})
-		regs[uint64(id)] = dwarfRegs(lr.Regs)
+		out = append(out, th)
 	}
 	t.threads, t.regs = out, regs
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/unwind"
@@ -456,7 +457,8 @@ func SnapshotFrames(bt *Backtrace) []FrameSnapshot {
 // libraries the runtime called) folded into the runtime function the
 // program called, and the frames outside every task (a worker's thread
 // start) left out. Threads waiting in the same barrier of the same
-// region have the same key.
+// region have the same key, in every process of a job: a function without
+// a name is "?? in OBJECT", never its address.
 func StackKey(frames []FrameSnapshot) []string {
 	var out []string
 	placed := false
@@ -475,7 +477,12 @@ func StackKey(frames []FrameSnapshot) []string {
 		}
 		name := f.Function
 		if name == "" {
-			name = fmt.Sprintf("%#x", f.PC)
+			// No address: it differs between processes (address-space
+			// layout randomization), and keys merge across processes.
+			name = "??"
+			if f.Object != "" {
+				name += " in " + path.Base(f.Object)
+			}
 		}
 		out = append(out, name)
 	}

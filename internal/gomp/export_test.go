@@ -12,6 +12,7 @@ const (
 	StateLock            = stateLock
 	StateMutex           = stateMutex
 	StateCritical        = stateCritical
+	StateBarrierImplicit = stateBarrierImplicitPar
 	StateTaskwait        = stateTaskwait
 	StateTaskgroup       = stateTaskgroup
 	FlagImplicit         = flagImplicit

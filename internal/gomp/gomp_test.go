@@ -308,6 +308,8 @@ func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.Th
 		lock, err := tg.LookupSymbol(".gomp_critical_user_" + th.Critical)
 		require.NoError(t, err)
 		assert.Equal(t, lock, d.WaitID, "the critical section's lock")
+	case fixtures.RoleImplicitBarrier:
+		assert.EqualValues(t, gomp.StateBarrierImplicit, d.State, "role %s", th.Role)
 	case fixtures.RoleTaskgroup:
 		assert.EqualValues(t, gomp.StateTaskgroup, d.State, "role %s", th.Role)
 	case fixtures.RoleTaskwait:

@@ -29,7 +29,7 @@ func TestLiveAgainstTruth(t *testing.T) {
 		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
 	}
 	for _, c := range cases {
-		for _, name := range []string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits} {
+		for _, name := range []string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits, fixtures.EndBarrier} {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
 				exe := fixtures.BuildWith(t, name, c.info(t))
 				dir := t.TempDir()

@@ -162,12 +162,7 @@ func regionEntries(frames []frameInfo, complete bool) []uint64 {
 		}
 		start := regionStarters[caller.function]
 		if !start && caller.function == "" && complete {
-			start = true
-			for _, below := range frames[i+2:] {
-				if below.where != inSystem && below.where != inUnknown {
-					start = false
-				}
-			}
+			start = reachesStart(frames, i+2)
 		}
 		if start {
 			out = append(out, f.entry)
@@ -206,6 +201,17 @@ func (r *Runtime) inferState(th *thread, st unwind.Stack, frames []frameInfo) (i
 			return s, waitID, nil
 		}
 	}
+	// A worker whose libgomp frames reach its thread's start, waiting in
+	// a team barrier: the region's body returned, this is the barrier
+	// that ends it (gomp_thread_start calls gomp_team_barrier_wait_final
+	// after the outlined function). Idle workers were told apart before.
+	if st.Complete() && reachesStart(frames, end) {
+		for _, f := range run {
+			if f.function == "gomp_team_barrier_wait_end" || f.function == "gomp_barrier_wait_end" {
+				return stateBarrierImplicitPar, 0, nil
+			}
+		}
+	}
 	toUser := end < len(frames) && frames[end].where == inUser
 	if toUser {
 		if s, ok := tailWaits[run[len(run)-1].function]; ok {
@@ -225,6 +231,17 @@ func (r *Runtime) inferState(th *thread, st unwind.Stack, frames []frameInfo) (i
 		return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d waits in libgomp; telling where needs the library's debug information (its internal function names)", th.os.ID)
 	}
 	return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is in libgomp's %s, which says nothing certain of its state", th.os.ID, name)
+}
+
+// reachesStart reports whether only system frames (the C library's thread
+// start) follow frames[end:].
+func reachesStart(frames []frameInfo, end int) bool {
+	for _, f := range frames[end:] {
+		if f.where != inSystem && f.where != inUnknown {
+			return false
+		}
+	}
+	return true
 }
 
 // futexAddr is the address a thread waits on in a futex system call: its

@@ -211,7 +211,7 @@ func (zeroSource) readAt(p []byte, _ uint64) error {
 
 // mappedFile is a file named by NT_FILE, opened on first use.
 type mappedFile struct {
-	name  string   // as the core names it
+	name  string          // as the core names it
 	paths func() []string // where to look for it, in order
 	page  uint64
 

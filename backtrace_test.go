@@ -224,16 +224,16 @@ func TestBacktraceCorruptStack(t *testing.T) {
 // keeps no task frames, so frames are not placed in tasks (PlaceErr says
 // so).
 func TestBacktraceGomp(t *testing.T) {
-	runtimes := map[string]func() fixtures.RuntimeInfo{
-		"system": func() fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
-		"debug-" + fixtures.GompVersions[0]: func() fixtures.RuntimeInfo {
+	runtimes := map[string]func(testing.TB) fixtures.RuntimeInfo{
+		"system": func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
+		"debug-" + fixtures.GompVersions[0]: func(t testing.TB) fixtures.RuntimeInfo {
 			return fixtures.GompRuntime(t, fixtures.GompVersions[0])
 		},
 	}
 	for rname, info := range runtimes {
 		for _, name := range []string{fixtures.Tasks, fixtures.Nested} {
 			t.Run(rname+"/"+name, func(t *testing.T) {
-				stop := fixtures.CoreWith(t, info(), name)
+				stop := fixtures.CoreWith(t, info(t), name)
 				c, err := core.Open(stop.Exe, stop.Core)
 				require.NoError(t, err)
 				defer c.Close()

@@ -18,16 +18,16 @@ import (
 // the system's libgomp1 (no debug information: the known-layout table).
 // internal/gomp's own tests check every answer in depth.
 func TestGompThroughAPI(t *testing.T) {
-	runtimes := map[string]func() fixtures.RuntimeInfo{
-		"system": func() fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
+	runtimes := map[string]func(testing.TB) fixtures.RuntimeInfo{
+		"system": func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
 	}
 	for _, v := range fixtures.GompVersions {
-		runtimes["debug-"+v] = func() fixtures.RuntimeInfo { return fixtures.GompRuntime(t, v) }
+		runtimes["debug-"+v] = func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, v) }
 	}
 	for rname, info := range runtimes {
 		for _, name := range fixtures.GompNames() {
 			t.Run(rname+"/"+name, func(t *testing.T) {
-				stop := fixtures.CoreWith(t, info(), name)
+				stop := fixtures.CoreWith(t, info(t), name)
 				c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
 				require.NoError(t, err)
 				defer c.Close()

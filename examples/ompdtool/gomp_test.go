@@ -18,14 +18,14 @@ import (
 func TestCoreGomp(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		info  func() fixtures.RuntimeInfo
+		info  func(testing.TB) fixtures.RuntimeInfo
 		debug bool
 	}{
-		{"system", func() fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
-		{"debug", func() fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true},
+		{"system", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
+		{"debug", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			stop := fixtures.CoreWith(t, c.info(), fixtures.Nested)
+			stop := fixtures.CoreWith(t, c.info(t), fixtures.Nested)
 			out := runTool(t, "core", "-threads", "-vars", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
 			assert.Contains(t, out, "GNU libgomp")
 			assert.Contains(t, out, "states inferred from the stacks")

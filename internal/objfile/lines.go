@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ompd-go/ompd/target"
@@ -165,12 +167,13 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 		t.err = fmt.Errorf("%s: line table: %v", o.path, err)
 		return t
 	}
+	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
 	for _, f := range lr.Files() {
 		name := ""
 		if f != nil {
 			name = f.Name
 		}
-		t.fileTable = append(t.fileTable, name)
+		t.fileTable = append(t.fileTable, fixJoin(compDir, name))
 	}
 	fileIdx := map[*dwarf.LineFile]int32{}
 	var e dwarf.LineEntry
@@ -186,7 +189,7 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 			i, ok := fileIdx[e.File]
 			if !ok {
 				i = int32(len(t.files))
-				t.files = append(t.files, e.File.Name)
+				t.files = append(t.files, fixJoin(compDir, e.File.Name))
 				fileIdx[e.File] = i
 			}
 			fi = i
@@ -202,6 +205,36 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 		return t.rows[i].end && !t.rows[j].end
 	})
 	return t
+}
+
+// fixJoin undoes a join debug/dwarf makes of a DWARF 5 line table's
+// directory with a file name that is already absolute (Go 1.26 joins
+// them regardless: "/build" and "/src/x.S" give "/build/src/x.S"). Only
+// a name under compDir whose rest starts like compDir itself is a
+// candidate, and it is changed only when the absolute file exists and the
+// joined one does not: on another machine, with neither, the name stays.
+func fixJoin(compDir, name string) string {
+	if compDir == "" || !strings.HasPrefix(name, compDir+"/") {
+		return name
+	}
+	rest := name[len(compDir):] // "/root/..."
+	first := func(p string) string {
+		p = strings.TrimPrefix(p, "/")
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[:i]
+		}
+		return p
+	}
+	if first(rest) != first(compDir) {
+		return name
+	}
+	if _, err := os.Stat(rest); err != nil {
+		return name
+	}
+	if _, err := os.Stat(name); err == nil {
+		return name
+	}
+	return rest
 }
 
 // LineAt returns the source file and line of the run-time address pc from

@@ -44,6 +44,12 @@ func FuzzOpen(f *testing.F) {
 	s.threads = append(s.threads, [2]uint64{102, 0})
 	s.files = append(s.files, synthFile{start: 0x1000, end: 0x1000 + 1<<40, pgoff: 1 << 50, name: "/"})
 	f.Add(s.bytes())
+	// A core as Delve's dump writes it: ownerless notes after its header,
+	// its own thread notes.
+	var dn []byte
+	dn = delveNote(dn, "Delve Header", ntDelveHeader, []byte("linux/amd64\nEntry Point: 0x401020\n"))
+	dn = delveNote(dn, "", ntDelveThread, dlvThreadNote(100, 0x401000, 0x7ff0, 0x7000, map[string]uint64{"Rip": 0x401000}))
+	f.Add(synthCore{segs: []synthSeg{{vaddr: 0x1000, data: fill('a', 0x100)}}, notes: dn}.bytes())
 	if exe != "" {
 		withObjs := objectsSynth(f, exe, lib)
 		f.Add(withObjs)

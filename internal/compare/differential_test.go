@@ -109,29 +109,31 @@ func (a answer) String() string {
 
 func (a answer) ok() bool { return a.rc == "" }
 
-// ourRC maps this package's errors to OMPD return codes.
+// ourCodes maps this package's errors to OMPD return codes.
+var ourCodes = []struct {
+	err error
+	rc  string
+}{
+	{ompd.ErrUnavailable, "unavailable"},
+	{ompd.ErrStaleHandle, "stale_handle"},
+	{ompd.ErrBadInput, "bad_input"},
+	{ompd.ErrUnsupported, "unsupported"},
+	{ompd.ErrNeedsStateTracking, "needs_state_tracking"},
+	{ompd.ErrIncompatible, "incompatible"},
+	{ompd.ErrIncomplete, "incomplete"},
+	{ompd.ErrReadFailed, "device_read_error"},
+	{ompd.ErrWriteFailed, "device_write_error"},
+}
+
+// ourRC is the OMPD return code of one of this package's errors.
 func ourRC(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.Is(err, ompd.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, ompd.ErrStaleHandle):
-		return "stale_handle"
-	case errors.Is(err, ompd.ErrBadInput):
-		return "bad_input"
-	case errors.Is(err, ompd.ErrUnsupported):
-		return "unsupported"
-	case errors.Is(err, ompd.ErrNeedsStateTracking):
-		return "needs_state_tracking"
-	case errors.Is(err, ompd.ErrIncompatible):
-		return "incompatible"
-	case errors.Is(err, ompd.ErrIncomplete):
-		return "incomplete"
-	case errors.Is(err, ompd.ErrReadFailed):
-		return "device_read_error"
-	case errors.Is(err, ompd.ErrWriteFailed):
-		return "device_write_error"
+	}
+	for _, c := range ourCodes {
+		if errors.Is(err, c.err) {
+			return c.rc
+		}
 	}
 	return "error"
 }
@@ -379,6 +381,27 @@ type session struct {
 }
 
 func (s *session) keep(h interface{ Release() error }) { s.rel = append(s.rel, h) }
+
+// libHandle is a handle of libompd's.
+type libHandle interface {
+	Addr() uint64
+	Release() error
+}
+
+// handles is the pair of answers to a question whose answer is a handle:
+// ours by the address of the runtime object it names (as libompd's handles
+// point), libompd's by its handle's, kept for release.
+func (s *session) handles(our uint64, oerr error, lib libHandle, lerr error) (answer, answer) {
+	oa, la := ours("", oerr), theirs("", lerr)
+	if oerr == nil {
+		oa.val = hex(our)
+	}
+	if lerr == nil {
+		la.val = hex(lib.Addr())
+		s.keep(lib)
+	}
+	return oa, la
+}
 
 func diffFixture(t *testing.T, lib *libompd.Library, fx *fixture) {
 	as, err := ompd.Open(fx.target)
@@ -707,26 +730,12 @@ func (s *session) thread(ot target.Thread) {
 
 	oth, oerr := s.as.ThreadByOSThread(ompd.PthreadID, ot.Pointer)
 	lth, lerr := s.las.ThreadHandle(libompd.PthreadID, ot.Pointer)
-	oa, la := ours("", oerr), theirs("", lerr)
-	if oerr == nil {
-		oa.val = hex(oth.Addr() + s.thOff)
-	}
-	if lerr == nil {
-		la.val = hex(lth.Addr())
-		s.keep(lth)
-	}
+	oa, la := s.handles(oth.Addr() + s.thOff, oerr, lth, lerr)
 	d.check("thread.handle(pthread)", where, oa, la, isOpenMP)
 
 	olwp, oerr := s.as.ThreadByOSThread(ompd.LWPID, ot.ID)
 	llwp, lerr := s.las.ThreadHandle(libompd.LWPID, ot.ID)
-	oa, la = ours("", oerr), theirs("", lerr)
-	if oerr == nil {
-		oa.val = hex(olwp.Addr() + s.thOff)
-	}
-	if lerr == nil {
-		la.val = hex(llwp.Addr())
-		s.keep(llwp)
-	}
+	oa, la = s.handles(olwp.Addr() + s.thOff, oerr, llwp, lerr)
 	d.check("thread.handle(lwp)", where, oa, la, isOpenMP)
 	if oth.AddressSpace() == nil || lth == nil {
 		return
@@ -1029,25 +1038,11 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 		w := fmt.Sprintf("%s thread %d", where, i)
 		ot, oerr := p.Thread(i)
 		lt, lerr := q.ThreadIn(i)
-		oa, la := ours("", oerr), theirs("", lerr)
-		if oerr == nil {
-			oa.val = hex(ot.Addr() + s.thOff)
-		}
-		if lerr == nil {
-			la.val = hex(lt.Addr())
-			s.keep(lt)
-		}
+		oa, la := s.handles(ot.Addr() + s.thOff, oerr, lt, lerr)
 		d.check("parallel.thread", w, oa, la, nil)
 		ok, oerr := p.ImplicitTask(i)
 		lk, lerr := q.TaskIn(i)
-		oa, la = ours("", oerr), theirs("", lerr)
-		if oerr == nil {
-			oa.val = hex(ok.Addr())
-		}
-		if lerr == nil {
-			la.val = hex(lk.Addr())
-			s.keep(lk)
-		}
+		oa, la = s.handles(ok.Addr(), oerr, lk, lerr)
 		d.check("parallel.implicit-task", w, oa, la, nil)
 	}
 }
@@ -1202,14 +1197,7 @@ func (s *session) schedulingChain(where string, our []ompd.Task, infos []taskInf
 		implicit := kind.Has(ompd.TaskImplicit)
 		os, oerr := k.Scheduling()
 		ls, lerr := lk.Scheduling()
-		oa, la := ours("", oerr), theirs("", lerr)
-		if oerr == nil {
-			oa.val = hex(os.Addr())
-		}
-		if lerr == nil {
-			la.val = hex(ls.Addr())
-			s.keep(ls)
-		}
+		oa, la := s.handles(os.Addr(), oerr, ls, lerr)
 		question := "task.scheduling-chain"
 		if implicit {
 			question = "task.scheduling-chain(implicit)"
@@ -1305,14 +1293,7 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 	// Scheduling task.
 	os, oerr := k.Scheduling()
 	ls, lerr := lk.Scheduling()
-	oa, la := ours("", oerr), theirs("", lerr)
-	if oerr == nil {
-		oa.val = hex(os.Addr())
-	}
-	if lerr == nil {
-		la.val = hex(ls.Addr())
-		s.keep(ls)
-	}
+	oa, la := s.handles(os.Addr(), oerr, ls, lerr)
 	question = "task.scheduling"
 	if implicit {
 		question = "task.scheduling(implicit)"
@@ -1322,14 +1303,7 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 	// The task's region.
 	op, oerr := k.Parallel()
 	lp, lerr := lk.Parallel()
-	oa, la = ours("", oerr), theirs("", lerr)
-	if oerr == nil {
-		oa.val = hex(op.Team() + s.teamT)
-	}
-	if lerr == nil {
-		la.val = hex(lp.Addr())
-		s.keep(lp)
-	}
+	oa, la = s.handles(op.Team() + s.teamT, oerr, lp, lerr)
 	d.check("task.parallel", where, oa, la, nil)
 
 	s.icvs(where, ompd.ScopeTask, k, lk, s.taskTruth(info))

@@ -47,7 +47,7 @@ func isLibgomp(name string) bool {
 // findLibrary locates libgomp in t's link_map list. A target with no
 // libgomp gives omprt.ErrNoRuntime.
 func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
-	rd, err := t.LookupSymbol("_r_debug")
+	rd, err := rDebug(t, mem)
 	if err != nil {
 		return nil, omprt.Wrap(omprt.ErrNoRuntime, err, "gomp: no dynamic linker state (_r_debug)")
 	}
@@ -72,6 +72,34 @@ func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
 		return nil, err
 	}
 	return lib, nil
+}
+
+// rDebug finds the dynamic linker's struct r_debug: through the DT_DEBUG
+// entry of the executable's dynamic section (_DYNAMIC, in the
+// executable's own symbol table, found at once), else the _r_debug symbol
+// (whose lookup may have to read every library's symbols, separate debug
+// files included, before it reaches the dynamic linker's: too slow to pay
+// on every Open of a program without libgomp).
+func rDebug(t target.Target, mem *omprt.Memory) (uint64, error) {
+	if dyn, err := t.LookupSymbol("_DYNAMIC"); err == nil && dyn != 0 {
+		for i := uint64(0); i < maxDynEntries; i++ {
+			v, err := mem.View(dyn+16*i, 16, "dynamic section")
+			if err != nil {
+				break
+			}
+			tag := elf.DynTag(v.Uint(0, 8))
+			if tag == elf.DT_NULL {
+				break
+			}
+			if tag == elf.DT_DEBUG {
+				if p := v.Uint(8, 8); p != 0 {
+					return p, nil
+				}
+				break
+			}
+		}
+	}
+	return t.LookupSymbol("_r_debug")
 }
 
 // dynAddr turns a d_ptr value of the dynamic section into a run-time

@@ -29,13 +29,13 @@ func (c *countingCore) ReadMemory(buf []byte, addr uint64) error {
 func BenchmarkStop(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		info func() fixtures.RuntimeInfo
+		info func(tb testing.TB) fixtures.RuntimeInfo
 	}{
-		{"debug", func() fixtures.RuntimeInfo { return fixtures.GompRuntime(b, fixtures.GompVersions[0]) }},
-		{"system", func() fixtures.RuntimeInfo { return fixtures.SystemGomp(b) }},
+		{"debug", func(tb testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(tb, fixtures.GompVersions[0]) }},
+		{"system", func(tb testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(tb) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			stop := fixtures.CoreWith(b, c.info(), fixtures.Many, "64")
+			stop := fixtures.CoreWith(b, c.info(b), fixtures.Many, "64")
 			cr, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
 			require.NoError(b, err)
 			defer cr.Close()

@@ -72,6 +72,7 @@ func TestHostTeams(t *testing.T) {
 		at, err := regions[0].Thread(tt.ThreadNum)
 		require.NoError(t, err)
 		assert.True(t, at.Equal(th))
+		checkTeamsTasks(t, th, regions)
 		// The innermost teams of the two teams are different regions.
 		if tt.Role == fixtures.RoleBarrier {
 			st, _, err := th.State()
@@ -85,6 +86,47 @@ func TestHostTeams(t *testing.T) {
 	for _, ts := range s.Threads {
 		assert.Equal(t, 2, ts.NumTeams)
 	}
+}
+
+// checkTeamsTasks checks the task chain of a thread in a parallel region
+// closely nested in a team of a host teams league, as ompt_get_task_info
+// gives it: the region's implicit task, the implicit task that ran the
+// teams region's body (the same task memory at the league's level, its
+// frames kept in the team's lw-taskteam list), the league's implicit task
+// of the team's primary, and the program's initial task. The body's task
+// is the one the region's implicit tasks come from; the primary's implicit
+// task interrupted it.
+func checkTeamsTasks(t *testing.T, th ompd.Thread, regions []ompd.Parallel) {
+	t.Helper()
+	tasks := ompdtest.Tasks(t, th)
+	require.Len(t, tasks, 4)
+	kinds := make([]ompd.TaskKind, len(tasks))
+	for i, k := range tasks {
+		var err error
+		kinds[i], err = k.Kind()
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []ompd.TaskKind{ompd.TaskImplicit, ompd.TaskImplicit, ompd.TaskImplicit, ompd.TaskImplicit | ompd.TaskInitial}, kinds)
+	body, league := tasks[1], tasks[2]
+	for _, k := range []ompd.Task{body, league} {
+		p, err := k.Parallel()
+		require.NoError(t, err)
+		assert.Equal(t, regions[1], p, "%v is at the league's level 0", k)
+	}
+	s, err := body.Scheduling()
+	require.NoError(t, err)
+	assert.Equal(t, league, s, "the body's task runs in the league's")
+	_, err = body.Frame()
+	require.NoError(t, err)
+	s, err = tasks[0].Scheduling()
+	if num, _ := th.Num(); num == 0 {
+		require.NoError(t, err)
+		assert.Equal(t, body, s, "the primary's implicit task interrupted the body's")
+	} else {
+		assert.ErrorIs(t, err, ompd.ErrUnavailable, "a worker's implicit task interrupts no task")
+	}
+	_, err = regions[1].ImplicitTask(0)
+	assert.ErrorIs(t, err, ompd.ErrUnavailable, "the league's level 0 holds one task per team")
 }
 
 // TestIdleHotTeam reads a program serial again after a parallel region,

@@ -115,6 +115,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	tn := omprt.TaskN(r)
 	var tm *team
 	var j int32
+	body := false // the task that ran the teams region's body (team.inLeague)
 	if t.team == 0 {
 		rec.teamErr = errorf(omprt.ErrCorrupt, "%v has no team", name)
 	} else if tm = s.team(t.team); tm.err != nil {
@@ -126,7 +127,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		if rec.teamErr != nil {
 			return &taskRec{err: rec.teamErr}
 		}
-		if r.Level < tm.first || r.Level > tm.level {
+		body = tm.isTeamsBody(r)
+		if (r.Level < tm.first || r.Level > tm.level) && !body {
 			return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
 		}
 		j = tm.level - r.Level
@@ -135,7 +137,11 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	d.Ref = r
 	if implicit {
 		d.Kind = taskImplicit
-		if r.Level == 0 {
+		// The initial task of the program (or of a foreign thread),
+		// as ompt_get_task_info types it: in a league the task at level
+		// 0 that each team's primary runs for the league, and the one
+		// that runs the teams region's body, are implicit tasks.
+		if r.Level == 0 && !tm.league && !body {
 			d.Kind |= taskInitial
 		}
 	} else {
@@ -160,6 +166,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	switch {
 	case rec.teamErr != nil:
 		d.RegionErr = rec.teamErr
+	case body:
+		d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 	case implicit:
 		d.Region = r
 		d.Region.Addr = tm.addr
@@ -171,6 +179,10 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if implicit && r.Level > tm.first {
 		// An enclosing serialized level of the same serial team.
 		d.Generating = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	} else if implicit && tm.inLeague && r.Level == tm.first {
+		// td_parent names the league's task; the teams region's body
+		// ran between the two.
+		d.Generating = tm.teamsBody()
 	} else if err := s.onCycle(&s.generating, r.Addr); err != nil {
 		d.GeneratingErr = err
 	} else {
@@ -181,6 +193,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	switch {
 	case implicit && r.Level > tm.first:
 		d.Scheduling = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
+	case implicit && tm.inLeague && r.Level == tm.first && r.Addr == tm.implicit:
+		d.Scheduling = tm.teamsBody()
 	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
 		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)
 	case implicit && r.Addr != tm.implicit: // a worker's implicit task
@@ -208,7 +222,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 
 	// The function.
 	if implicit {
-		reg := s.region(omprt.Ref{Addr: tm.addr, Level: r.Level})
+		reg := s.region(d.Region)
 		if reg.err != nil {
 			d.FunctionErr = reg.err
 		} else {

@@ -30,6 +30,27 @@ type team struct {
 	// of teams): not a parallel region, but the level each team's
 	// initial thread starts from.
 	league bool
+	// inLeague tells that the team's parent is a host teams league: the
+	// team runs one team of the league. Its primary's implicit task first
+	// ran the teams region's body at the league's level (parentLevel);
+	// when the parallel region closely nested in the teams region started,
+	// the runtime reused the team for it (__kmp_fork_in_teams), keeping
+	// that task's OMPT data in the team's lw-taskteam list. That task,
+	// ompt_get_task_info's implicit task between the parallel region's and
+	// the league's, is the ref {implicit, parentLevel} (teamsBody).
+	inLeague bool
+}
+
+// teamsBody returns the ref of the task that runs the teams region's body
+// in a team of a league (see team.inLeague).
+func (tm *team) teamsBody() omprt.Ref {
+	return omprt.Ref{Addr: tm.implicit, Level: tm.parentLevel}
+}
+
+// isTeamsBody reports whether r is the task that ran the teams region's
+// body in team tm of a league.
+func (tm *team) isTeamsBody(r omprt.Ref) bool {
+	return tm.inLeague && tm.level > tm.parentLevel && r == tm.teamsBody()
 }
 
 // depth is the number of nesting levels the team stands for.
@@ -136,6 +157,7 @@ func (s *stop) decodeTeam(addr uint64) *team {
 			tm.enclosingErr = errorf(omprt.ErrCorrupt, "team %#x at active level %d stands for levels from %d", addr, tm.activeLevel, p.level+1)
 		default:
 			tm.first, tm.parentLevel = p.level+1, p.level
+			tm.inLeague = p.pkfn != 0 && p.pkfn == s.rt.teamsMaster()
 		}
 	}
 	return tm
@@ -285,6 +307,9 @@ func (rt *Runtime) ImplicitTask(r omprt.Ref, n int) (omprt.Ref, error) {
 	size := rec.size()
 	if n < 0 || n >= int(size) {
 		return omprt.Ref{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+	}
+	if rec.tm.league {
+		return omprt.Ref{}, errorf(omprt.ErrUnavailable, "%v: each team of the league of %d host teams has its own implicit tasks at this level", omprt.RegionName(r), rec.tm.nproc)
 	}
 	if rec.tm.implicit == 0 {
 		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v: team has no implicit tasks", omprt.RegionName(r))

@@ -7,6 +7,7 @@ package ompdtest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,16 +128,30 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 	assert.Equal(t, th.String(), byPt.String())
 
 	num, err := th.Num()
-	require.NoError(t, err)
-	assert.Equal(t, tt.ThreadNum, num, "thread num")
+	if tt.Role == fixtures.RoleIdle {
+		// A worker asleep in the hot team after its region ended has
+		// no thread number until the next region forks (its ds_tid is
+		// the last region's).
+		assert.ErrorIs(t, err, ompd.ErrUnavailable, "thread num of an idle hot-team worker")
+	} else {
+		require.NoError(t, err)
+		assert.Equal(t, tt.ThreadNum, num, "thread num")
+	}
 	inPar, err := th.InParallel()
 	require.NoError(t, err)
 	assert.Equal(t, tt.InParallel, inPar, "in parallel")
 	maxTh, err := th.MaxThreads()
-	require.NoError(t, err)
-	assert.Equal(t, tt.MaxThreads, maxTh, "max threads (nthreads-var)")
+	if tt.Role == fixtures.RoleIdle {
+		// nthreads-var belongs to the data environment of a task, and
+		// an idle worker has no current task.
+		assert.ErrorIs(t, err, ompd.ErrUnavailable, "max threads of an idle hot-team worker")
+	} else {
+		require.NoError(t, err)
+		assert.Equal(t, tt.MaxThreads, maxTh, "max threads (nthreads-var)")
+	}
 
 	// The region nest, innermost first, one region per level.
+	inLeague := truth.NumTeams > 1
 	regions := Regions(t, th)
 	require.Len(t, regions, tt.Level+1, "one region per level 0..%d", tt.Level)
 	for i, p := range regions {
@@ -162,6 +177,17 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 			_, err = p.Thread(anc.TeamSize)
 			assert.ErrorIs(t, err, ompd.ErrBadInput, "thread number past the team")
 		}
+		if level == 0 && inLeague {
+			// Level 0 of a team of a host teams league is the team's
+			// initial region; the runtime keeps one league team for
+			// all of them, so the region cannot tell which team's
+			// initial thread is asked for.
+			_, err := p.Primary()
+			assert.ErrorIs(t, err, ompd.ErrUnavailable, "primary of a league's level 0")
+			_, err = p.Thread(0)
+			assert.ErrorIs(t, err, ompd.ErrUnavailable, "thread 0 of a league's level 0")
+			continue
+		}
 		prim, err := p.Primary()
 		require.NoError(t, err)
 		pn, err := p.Thread(0)
@@ -171,12 +197,30 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 	act, err := regions[0].ActiveLevel()
 	require.NoError(t, err)
 	assert.Equal(t, tt.ActiveLevel, act, "active level")
-	at, err := regions[0].Thread(tt.ThreadNum)
-	require.NoError(t, err)
-	assert.True(t, at.Equal(th), "the innermost region's thread %d is the thread itself", tt.ThreadNum)
+	if tt.Level > 0 || !inLeague {
+		at, err := regions[0].Thread(tt.ThreadNum)
+		require.NoError(t, err)
+		if tt.Role == fixtures.RoleIdle {
+			// The worker is in its primary's region, not a thread of it.
+			assert.False(t, at.Equal(th), "an idle worker is no thread of its primary's region")
+		} else {
+			assert.True(t, at.Equal(th), "the innermost region's thread %d is the thread itself", tt.ThreadNum)
+		}
+	}
 	_, err = regions[len(regions)-1].Enclosing()
 	assert.ErrorIs(t, err, ompd.ErrUnavailable, "the outermost region has no enclosing one")
 
+	if tt.Role == fixtures.RoleIdle {
+		// Asleep in the hot team: no current task until the next fork,
+		// so no task chain, frames or task ICVs (the truth has no OMPT
+		// chain for it either: it was taken in the region).
+		_, err := th.CurrentTask()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable, "current task of an idle hot-team worker")
+		if tracking {
+			checkState(t, as, truth, tt, th)
+		}
+		return
+	}
 	if tracking {
 		checkState(t, as, truth, tt, th)
 		checkFrames(t, as, tt, th)
@@ -185,7 +229,7 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "state")
 	}
 	if tt.Task == "" {
-		checkImplicitChain(t, th, tt, regions, tracking)
+		checkImplicitChain(t, th, tt, regions, inLeague, tracking)
 	}
 	if tt.ICV != nil {
 		checkICVs(t, as, truth, tt, th)
@@ -222,9 +266,38 @@ func Tasks(t *testing.T, th ompd.Thread) []ompd.Task {
 // checkImplicitChain checks a thread that runs no explicit task: its task
 // chain is one implicit task per level, each belonging to the region at the
 // same level, the outermost one the initial task.
-func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regions []ompd.Parallel, tracking bool) {
+//
+// In a team of a host teams league (LLVM) the chain has two more tasks, as
+// ompt_get_task_info shows it: level 0 of the team (the league's level,
+// whose region is the team's initial region) has two implicit tasks, the
+// one running the teams region's body (kept in the team's lw-taskteam list
+// once a parallel region started in it) and the one the team's primary
+// runs for the league (__kmp_invoke_teams_master); then comes the
+// program's initial task, in the implicit parallel region outside the
+// league, which the region nest does not reach (the league's level 0 has
+// no enclosing region).
+func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regions []ompd.Parallel, inLeague, tracking bool) {
 	tasks := Tasks(t, th)
-	require.Len(t, tasks, len(regions), "one implicit task per level")
+	if inLeague {
+		require.Len(t, tasks, len(regions)+2, "one implicit task per level, two at the league's level, and the initial task")
+		k := tasks[len(tasks)-1]
+		p, err := k.Parallel()
+		require.NoError(t, err)
+		assert.NotContains(t, regions, p, "the initial task is outside the league")
+		lv, err := p.Level()
+		require.NoError(t, err)
+		assert.Zero(t, lv)
+		n, err := p.NumThreads()
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		_, err = p.Enclosing()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		// Task len(regions) is the league's task at the same level as
+		// the one before it.
+		regions = append(slices.Clone(regions), regions[len(regions)-1], p)
+	} else {
+		require.Len(t, tasks, len(regions), "one implicit task per level")
+	}
 	for i, k := range tasks {
 		kind, err := k.Kind()
 		require.NoError(t, err)
@@ -266,11 +339,24 @@ func checkState(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *
 	require.NoError(t, err)
 	switch tt.Role {
 	case fixtures.RoleStopper, fixtures.RoleWorking:
-		if tt.InParallel || tt.Level > 0 {
+		if truth.NumTeams > 1 && tt.ThreadNum == 0 && tt.Level == 1 {
+			// LLVM 19.1.7 sets no work_parallel state for the primary
+			// of a parallel region closely nested in a host teams
+			// region (kmp_runtime.cpp, __kmp_fork_in_teams): it keeps
+			// the overhead state __kmp_fork_call set on entry while it
+			// runs the region's user code.
+			assert.Equal(t, ompd.StateOverhead, st)
+		} else if tt.InParallel || tt.Level > 0 {
 			assert.Equal(t, ompd.StateWorkParallel, st)
 		} else {
 			assert.Equal(t, ompd.StateWorkSerial, st)
 		}
+	case fixtures.RoleIdle:
+		// Asleep in the hot team's fork barrier until the next region.
+		// LLVM 19.1.7 keeps the state of the region's implicit barrier
+		// (set by __kmp_join_barrier) until the fork barrier releases
+		// the thread (kmp_barrier.cpp, __kmp_fork_barrier).
+		assert.Equal(t, ompd.StateWaitBarrierImplicitParallel, st, "idle hot-team worker")
 	case fixtures.RoleBarrier:
 		assert.Contains(t, []ompd.State{ompd.StateWaitBarrierExplicit, ompd.StateWaitBarrier}, st)
 	case fixtures.RoleLock:

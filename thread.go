@@ -116,7 +116,11 @@ func (as *AddressSpace) ThreadByOSThread(kind ThreadIDKind, id uint64) (Thread, 
 
 // State returns the thread's state and, for wait states, the id of what it
 // waits for (ompd_get_state). It needs the runtime's state tracking
-// (ErrNeedsStateTracking without OMP_DEBUG=enabled).
+// (ErrNeedsStateTracking without OMP_DEBUG=enabled). On LLVM's runtime the
+// state is the runtime's own state word, as it is: LLVM 19 leaves, for
+// example, the primary thread of a parallel region in a host teams region
+// in StateOverhead while it runs user code. On libgomp, which keeps no
+// state, it is inferred (see StateInferred).
 func (t Thread) State() (State, WaitID, error) {
 	d, err := t.data()
 	if err != nil {

@@ -34,6 +34,14 @@ type options struct {
 
 	follow bool // connect: print every stop of the session
 
+	// whole jobs (collect, merge, job)
+	job    string // collect: JOBID or JOBID.STEP
+	node   string // collect: the node's name
+	merged bool   // collect: one line of merged classes
+	dot    bool   // merge, job: a Graphviz prefix tree
+	exe    string // merge: the program of core files
+	sbcast bool   // job: ship the tool with sbcast
+
 	// live programs (launch, events)
 	env envFlags
 	brk string
@@ -51,6 +59,9 @@ const (
 	flagsProgram             // -env
 	flagsBreak               // -break
 	flagsFollow              // -follow
+	flagsCollect             // -job, -node, -merged
+	flagsMerge               // -dot, -exe
+	flagsJob                 // -dot, -sbcast
 )
 
 // mode is one way to run the tool.
@@ -85,6 +96,9 @@ func init() {
 			run:      runAttach,
 		},
 		"connect": connectMode(),
+		"collect": collectMode(),
+		"merge":   mergeMode(),
+		"job":     jobMode(),
 		"launch": {
 			synopsis: "launch [flags] [-env KEY=VALUE]... [-break FUNC] [--] PROG [ARGS...]",
 			about: "Start PROG with OMP_DEBUG=enabled, run it until it calls FUNC, print its\n" +
@@ -109,7 +123,7 @@ func init() {
 func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 	name := "ompdtool"
 	if mode == "" {
-		which = flagsCommon | flagsView | flagsProgram | flagsBreak | flagsFollow
+		which = flagsCommon | flagsView | flagsProgram | flagsBreak | flagsFollow | flagsCollect | flagsMerge | flagsJob
 	} else {
 		name += " " + mode
 	}
@@ -158,6 +172,20 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 	if which&flagsFollow != 0 {
 		fs.BoolVar(&o.follow, "follow", o.follow, "connect: print the state again at each stop of the session, until the program exits")
 	}
+	if which&flagsCollect != 0 {
+		fs.StringVar(&o.job, "job", o.job, "collect: the Slurm job (`JOBID`, or JOBID.STEP to ask scontrol listpids) whose ranks to read")
+		fs.StringVar(&o.node, "node", o.node, "collect: this node's Slurm name (`NAME`; default SLURMD_NODENAME, else the host name)")
+		fs.BoolVar(&o.merged, "merged", o.merged, "collect: write one line of merged classes instead of a line per rank")
+	}
+	if which&(flagsMerge|flagsJob) != 0 {
+		fs.BoolVar(&o.dot, "dot", o.dot, "merge, job: print the classes as a Graphviz DOT prefix tree of their stacks")
+	}
+	if which&flagsMerge != 0 {
+		fs.StringVar(&o.exe, "exe", o.exe, "merge: the program `EXE` of the core files among the inputs")
+	}
+	if which&flagsJob != 0 {
+		fs.BoolVar(&o.sbcast, "sbcast", o.sbcast, "job: copy this tool to each node with sbcast (when it is not on a shared file system)")
+	}
 	if which&flagsBreak != 0 {
 		fs.StringVar(&o.brk, "break", o.brk, "launch: stop the program when it calls `FUNC`")
 	}
@@ -196,6 +224,18 @@ func (o *options) check(name string, m mode) error {
 	}
 	if m.flags&flagsFollow == 0 && o.follow {
 		return usagef(name, "-follow applies to connect")
+	}
+	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged) {
+		return usagef(name, "-job, -node and -merged apply to collect")
+	}
+	if m.flags&(flagsMerge|flagsJob) == 0 && o.dot {
+		return usagef(name, "-dot applies to merge and job")
+	}
+	if m.flags&flagsMerge == 0 && o.exe != "" {
+		return usagef(name, "-exe applies to merge")
+	}
+	if m.flags&flagsJob == 0 && o.sbcast {
+		return usagef(name, "-sbcast applies to job")
 	}
 	if m.flags&flagsBreak == 0 && o.brk != "stopme" {
 		return usagef(name, "-break applies to launch")

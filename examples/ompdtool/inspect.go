@@ -188,11 +188,16 @@ func (o *options) read(ctx context.Context, t target.Target, rank int) (*ompd.Sn
 	if err != nil {
 		return nil, nil, err
 	}
+	return s, summary.Of(rank, s, o.summaryOptions(t)), nil
+}
+
+// summaryOptions say how to group the threads of the program t shows.
+func (o *options) summaryOptions(t target.Target) summary.Options {
 	sopts := summary.Options{Source: sourceOf(t)}
 	if o.bt {
 		sopts.Stack = func(t ompd.ThreadSnapshot) []string { return ompd.StackKey(t.Frames) }
 	}
-	return s, summary.Of(rank, s, sopts), nil
+	return sopts
 }
 
 // sourceOf returns where the code at a PC is ("file.c:42"), if t can tell.

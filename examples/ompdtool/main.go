@@ -10,6 +10,9 @@
 //	ompdtool [flags] connect [flags] [-follow] HOST:PORT [EXE]
 //	ompdtool [flags] launch [flags] [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
 //	ompdtool [flags] events [flags] [-env KEY=VALUE]... -- PROG [ARGS...]
+//	ompdtool [flags] collect [flags] [-job JOBID[.STEP]] [-node NAME] [PID...]
+//	ompdtool [flags] merge [flags] [-exe EXE] [-dot] FILE|DIR...
+//	ompdtool [flags] job [flags] [-sbcast] [-dot] JOBID
 //	ompdtool help [MODE]
 //
 // Flags go before or after the mode; "ompdtool MODE -h" lists a mode's.
@@ -35,6 +38,14 @@
 // if any; a download says what it fetches on standard error. Cores copied
 // off another machine find that machine's libraries under -sysroot DIR, or
 // one by one with -file-map CORE_PATH=LOCAL_PATH.
+//
+// job prints the merged OpenMP view of every rank of a running Slurm job:
+// it runs collect on each node of the job through one overlapping step
+// (srun --overlap), which attaches briefly to the node's ranks and writes a
+// JSON record per rank, and merges the records as they arrive into classes
+// (threads with the same state, region nest and stack), with their ranks
+// and thread counts, outliers first. merge does the same with records
+// written earlier, merged classes and core files.
 //
 // By default the state is summarized: threads with the same state and the
 // same nest of regions are one line. -threads lists every thread, -thread

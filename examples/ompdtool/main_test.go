@@ -103,31 +103,39 @@ func TestEventsSerialized(t *testing.T) {
 
 // TestAttach runs the attach mode on the nested fixture held in stopme.
 func TestAttach(t *testing.T) {
-	fixtures.Runtime(t)
-	exe := fixtures.Build(t, fixtures.Nested)
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	cmd := exec.Command(exe)
-	cmd.Env = fixtures.Env(fixtures.Nested, "OMPD_FIXTURE_HOLD=1", "OMPD_FIXTURE_READY="+ready,
-		"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout"), "OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr"))
-	require.NoError(t, cmd.Start())
-	// Killed at the end: the tool leaves it held in stopme. No Wait before:
-	// a wait for a traced child steals the debugger's ptrace stops.
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the fixture did not get ready")
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd := holdNested(t)
 	out := runTool(t, "attach", "-threads", strconv.Itoa(cmd.Process.Pid))
 	assert.Contains(t, out, "Threads (6):")
 	assert.Equal(t, 6, strings.Count(out, "level 2  active level 2  2 threads"))
 	// Detached, the program still runs.
 	assert.NoError(t, cmd.Process.Signal(syscall.Signal(0)))
+}
+
+// holdNested starts the nested fixture (with extra environment variables)
+// and returns once it is held in stopme; it is killed at the end of the
+// test (the tool leaves it held).
+func holdNested(t *testing.T, extraEnv ...string) *exec.Cmd {
+	t.Helper()
+	fixtures.Runtime(t)
+	exe := fixtures.Build(t, fixtures.Nested)
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command(exe)
+	cmd.Env = fixtures.Env(fixtures.Nested, append([]string{"OMPD_FIXTURE_HOLD=1", "OMPD_FIXTURE_READY=" + ready,
+		"OMPD_FIXTURE_STDOUT=" + filepath.Join(dir, "stdout"), "OMPD_FIXTURE_STDERR=" + filepath.Join(dir, "stderr")}, extraEnv...)...)
+	require.NoError(t, cmd.Start())
+	// No Wait before the kill: a wait for a traced child steals the
+	// debugger's ptrace stops.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return cmd
+		}
+		require.True(t, time.Now().Before(deadline), "the fixture did not get ready")
+		time.Sleep(20 * time.Millisecond)
+	}
 }

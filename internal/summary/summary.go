@@ -88,14 +88,24 @@ type Region struct {
 
 // id is the key in a form fit for a map and for ordering.
 func (k Key) id() string {
-	var b strings.Builder
-	b.WriteString(k.State)
+	b := make([]byte, 0, 128)
+	b = append(b, k.State...)
 	for _, r := range k.Regions {
-		fmt.Fprintf(&b, "\x00%d\x01%d\x01%s", r.Level, r.NumThreads, r.Function)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(r.Level), 10)
+		b = append(b, 1)
+		b = strconv.AppendInt(b, int64(r.NumThreads), 10)
+		b = append(b, 1)
+		b = append(b, r.Function...)
 	}
-	b.WriteString("\x00\x00")
-	b.WriteString(strings.Join(k.Stack, "\x01"))
-	return b.String()
+	b = append(b, 0, 0)
+	for i, f := range k.Stack {
+		if i > 0 {
+			b = append(b, 1)
+		}
+		b = append(b, f...)
+	}
+	return string(b)
 }
 
 // Options say what Of adds to the snapshot's facts.
@@ -131,19 +141,7 @@ func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
 func Of(rank int, s *ompd.Snapshot, opts Options) *Summary {
 	groups := map[string]*Group{}
 	for _, t := range s.Threads {
-		k := KeyOf(t, opts)
-		ref := ThreadRef{Rank: rank, GTID: t.GTID, LWP: t.LWP}
-		id := k.id()
-		g := groups[id]
-		if g == nil {
-			g = &Group{Key: k, Ranks: Ranges{{rank, rank}}, Example: ref}
-			groups[id] = g
-		}
-		g.Threads++
-		g.GTIDs = g.GTIDs.Add(t.GTID)
-		if ref.less(g.Example) {
-			g.Example = ref
-		}
+		add(groups, KeyOf(t, opts), ThreadRef{Rank: rank, GTID: t.GTID, LWP: t.LWP})
 	}
 	return build(len(s.Threads), Ranges{{rank, rank}}, groups)
 }

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/ompd-go/ompd/internal/summary"
+	"github.com/ompd-go/ompd/target/delve"
+)
+
+func collectMode() mode {
+	return mode{
+		synopsis: "collect [flags] [-job JOBID[.STEP]] [-node NAME] [PID...]",
+		about: "Attach briefly to each MPI rank of a job on this node, take its OpenMP state\n" +
+			"and stacks, detach (leaving it running as it was) and write one JSON line per\n" +
+			"rank (rank, host, pid, runtime, every thread's state, regions, task, frames).\n" +
+			"The processes are the PIDs given, or those `scontrol listpids JOBID.STEP NODE`\n" +
+			"lists, or (-job JOBID) every process of this node whose environment names the\n" +
+			"job and a rank (SLURM_PROCID; PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK outside\n" +
+			"Slurm) and that has an OpenMP runtime loaded. A rank that cannot be read gets\n" +
+			"a line with its error; the others are still read. -merged writes one line of\n" +
+			"already-merged classes instead, for `ompdtool merge` to merge again.",
+		flags: flagsCommon | flagsCollect,
+		live:  true,
+		run:   runCollect,
+	}
+}
+
+// rankVars are the environment variables that give a process's MPI rank,
+// the most specific first.
+var rankVars = []string{"SLURM_PROCID", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}
+
+// rankProc is a process of a job to read.
+type rankProc struct {
+	pid  int
+	rank int
+	host string
+}
+
+func runCollect(ctx context.Context, o *options, args []string, out io.Writer) error {
+	o.bt = true // the stacks are part of every thread's class
+	procs, err := o.findProcs(ctx, args)
+	if err != nil {
+		return err
+	}
+	if len(procs) == 0 {
+		o.progressf("collect: no process of the job on this node")
+	}
+	enc := json.NewEncoder(out)
+	var sums []*summary.Summary
+	var errs []rankError
+	for _, p := range procs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec := o.collectOne(ctx, p)
+		if o.merged {
+			sums = append(sums, rec.Summary())
+			errs = append(errs, recordErrors(rec)...)
+			continue
+		}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	if o.merged {
+		return enc.Encode(jobJSON{Summary: summary.Merge(sums...), Errors: errs})
+	}
+	return nil
+}
+
+// collectOne attaches to one process, reads it and detaches.
+func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
+	rec := summary.Record{Rank: p.rank, Host: p.host, PID: p.pid}
+	o.progressf("collect: reading rank %d (process %d)", p.rank, p.pid)
+	proc, err := delve.Attach(p.pid, o.liveOptions()...)
+	if err != nil {
+		rec.Error = attachError(p.pid, err).Error()
+		return rec
+	}
+	s, _, err := o.read(ctx, proc, p.rank)
+	if derr := proc.Detach(false); err == nil && derr != nil {
+		err = fmt.Errorf("detaching: %w", derr)
+	}
+	if err != nil {
+		rec.Error = attachError(p.pid, err).Error()
+		return rec
+	}
+	r := summary.NewRecord(p.rank, p.host, p.pid, s, o.summaryOptions(proc))
+	r.Error = rec.Error
+	return r
+}
+
+// recordErrors are the errors of a record, for a merged summary.
+func recordErrors(r summary.Record) []rankError {
+	var errs []rankError
+	if r.Error != "" {
+		errs = append(errs, rankError{Rank: r.Rank, Error: r.Error})
+	}
+	for _, e := range r.Errors {
+		errs = append(errs, rankError{Rank: r.Rank, Error: e})
+	}
+	return errs
+}
+
+// attachError says why process pid could not be read, in the words of the
+// usual causes: it is gone, or ptrace is not allowed.
+func attachError(pid int, err error) error {
+	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(serr, os.ErrNotExist) || errors.Is(err, delve.ErrExited) || errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("process %d is gone (it ended or was killed): %w", pid, err)
+	}
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
+		msg := fmt.Sprintf("process %d: not allowed to trace it (ptrace: permission denied; is it another user's?)", pid)
+		if scope, rerr := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); rerr == nil {
+			if s := strings.TrimSpace(string(scope)); s != "0" {
+				msg += fmt.Sprintf("; Yama ptrace_scope is %s (/proc/sys/kernel/yama/ptrace_scope): only a parent may trace its children, or root/CAP_SYS_PTRACE", s)
+			}
+		}
+		return fmt.Errorf("%s: %w", msg, err)
+	}
+	return fmt.Errorf("process %d: %w", pid, err)
+}
+
+// findProcs finds the processes to read: the PIDs given, or the job's on
+// this node.
+func (o *options) findProcs(ctx context.Context, pids []string) ([]rankProc, error) {
+	host := o.node
+	if host == "" {
+		host = os.Getenv("SLURMD_NODENAME")
+	}
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	if len(pids) > 0 {
+		if o.job != "" {
+			return nil, usagef("collect", "give -job or process ids, not both")
+		}
+		var procs []rankProc
+		for i, a := range pids {
+			pid, err := strconv.Atoi(a)
+			if err != nil || pid <= 0 {
+				return nil, usagef("collect", "bad process id %q", a)
+			}
+			p := rankProc{pid: pid, rank: i, host: host}
+			if env, err := procEnv(pid); err == nil {
+				if r, ok := envRank(env); ok {
+					p.rank = r
+				}
+				if h := env["SLURMD_NODENAME"]; h != "" {
+					p.host = h
+				}
+			}
+			procs = append(procs, p)
+		}
+		return procs, nil
+	}
+	if o.job == "" {
+		return nil, usagef("collect", "give -job JOBID[.STEP] or process ids")
+	}
+	job, step, hasStep := strings.Cut(o.job, ".")
+	if _, err := strconv.Atoi(job); err != nil {
+		return nil, usagef("collect", "bad job id %q", o.job)
+	}
+	if hasStep {
+		if o.node == "" && os.Getenv("SLURMD_NODENAME") == "" {
+			return nil, usagef("collect", "-job JOBID.STEP needs -node NAME (or SLURMD_NODENAME)")
+		}
+		cmd := exec.CommandContext(ctx, "scontrol", "listpids", job+"."+step, host)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		outb, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("scontrol listpids %s.%s %s: %w: %s", job, step, host, err, strings.TrimSpace(stderr.String()))
+		}
+		return parseListPIDs(outb, host)
+	}
+	return scanProcs("/proc", job, host, os.Getenv("SLURM_STEP_ID"), os.Getpid())
+}
+
+// parseListPIDs reads `scontrol listpids` output: PID JOBID STEPID LOCALID
+// GLOBALID, the global id being the rank. Processes with LOCALID "-" are
+// children of a task, not tasks, and are left out.
+func parseListPIDs(b []byte, host string) ([]rankProc, error) {
+	var procs []rankProc
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 || f[0] == "PID" {
+			continue
+		}
+		pid, err1 := strconv.Atoi(f[0])
+		rank, err2 := strconv.Atoi(f[4])
+		if f[3] == "-" || f[4] == "-" {
+			continue
+		}
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("scontrol listpids: unexpected line %q", sc.Text())
+		}
+		procs = append(procs, rankProc{pid: pid, rank: rank, host: host})
+	}
+	return procs, sc.Err()
+}
+
+// scanProcs finds the ranks of job on node host among the processes under
+// procDir: a rank variable and the job's id in the environment, an OpenMP
+// runtime in the mappings, not of step ownStep (the collector's own) nor
+// process self. Where several processes claim a rank (a wrapper and its
+// child), the last started one that loaded OpenMP wins.
+func scanProcs(procDir, job, host, ownStep string, self int) ([]rankProc, error) {
+	ents, err := os.ReadDir(procDir)
+	if err != nil {
+		return nil, err
+	}
+	byRank := map[int]rankProc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := readEnv(filepath.Join(procDir, e.Name(), "environ"))
+		if err != nil {
+			continue // another user's, or gone
+		}
+		if env["SLURM_JOB_ID"] != job && env["SLURM_JOBID"] != job {
+			continue
+		}
+		if h := env["SLURMD_NODENAME"]; h != "" && host != "" && h != host {
+			continue
+		}
+		if ownStep != "" && env["SLURM_STEP_ID"] == ownStep {
+			continue
+		}
+		rank, ok := envRank(env)
+		if !ok {
+			continue
+		}
+		maps, err := os.ReadFile(filepath.Join(procDir, e.Name(), "maps"))
+		if err != nil || !hasOpenMP(maps) {
+			continue
+		}
+		if old, ok := byRank[rank]; !ok || pid > old.pid {
+			byRank[rank] = rankProc{pid: pid, rank: rank, host: host}
+		}
+	}
+	procs := make([]rankProc, 0, len(byRank))
+	for _, p := range byRank {
+		procs = append(procs, p)
+	}
+	sort.Slice(procs, func(i, j int) bool { return procs[i].rank < procs[j].rank })
+	return procs, nil
+}
+
+// hasOpenMP tells whether a /proc/PID/maps lists an OpenMP runtime.
+func hasOpenMP(maps []byte) bool {
+	for _, lib := range []string{"/libomp.so", "/libgomp.so", "/libiomp5.so", "/libomp-"} {
+		if bytes.Contains(maps, []byte(lib)) {
+			return true
+		}
+	}
+	return false
+}
+
+func procEnv(pid int) (map[string]string, error) {
+	return readEnv(fmt.Sprintf("/proc/%d/environ", pid))
+}
+
+func readEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok {
+			env[k] = v
+		}
+	}
+	return env, nil
+}
+
+// envRank is the rank an environment names, if any.
+func envRank(env map[string]string) (int, bool) {
+	for _, v := range rankVars {
+		if s, ok := env[v]; ok {
+			if r, err := strconv.Atoi(s); err == nil && r >= 0 {
+				return r, true
+			}
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/summary"
+)
+
+// TestCollectPIDs collects two ranks of the nested fixture (ranks from
+// PMIX_RANK and OMPI_COMM_WORLD_RANK in their environments) and a process
+// that is gone: two records with six threads in the inner regions, one
+// record with the error, the programs still running; merge then makes one
+// class per thread kind spanning both ranks.
+func TestCollectPIDs(t *testing.T) {
+	a := holdNested(t, "PMIX_RANK=7")
+	b := holdNested(t, "OMPI_COMM_WORLD_RANK=3")
+	gone := deadPID(t)
+	out := runTool(t, "collect", "-q", strconv.Itoa(a.Process.Pid), strconv.Itoa(b.Process.Pid), strconv.Itoa(gone))
+	var recs []summary.Record
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var r summary.Record
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		recs = append(recs, r)
+	}
+	require.Len(t, recs, 3)
+	for i, want := range []struct{ rank, pid int }{{7, a.Process.Pid}, {3, b.Process.Pid}} {
+		r := recs[i]
+		assert.Equal(t, want.rank, r.Rank)
+		assert.Equal(t, want.pid, r.PID)
+		assert.Empty(t, r.Error)
+		assert.Contains(t, r.Runtime, "libomp")
+		require.Len(t, r.Threads, 6)
+		for _, th := range r.Threads {
+			require.NotEmpty(t, th.Regions, "gtid %d", th.GTID)
+			assert.Equal(t, 2, th.Regions[0].Level)
+			assert.Equal(t, 2, th.Regions[0].NumThreads)
+			assert.NotEmpty(t, th.Frames, "gtid %d", th.GTID)
+			assert.NotEmpty(t, th.Stack, "gtid %d", th.GTID)
+			assert.NotEmpty(t, th.Task, "gtid %d", th.GTID)
+		}
+	}
+	assert.Equal(t, gone, recs[2].PID)
+	assert.Contains(t, recs[2].Error, "is gone")
+	assert.Empty(t, recs[2].Threads)
+	// Detached, both still run.
+	assert.NoError(t, a.Process.Signal(syscall.Signal(0)))
+	assert.NoError(t, b.Process.Signal(syscall.Signal(0)))
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "node1.jsonl"), []byte(out), 0o644))
+	text := runTool(t, "merge", dir)
+	assert.Contains(t, text, "12 threads of 3 ranks (2-3,7)")
+	assert.Contains(t, text, "rank 2: process "+strconv.Itoa(gone)+" is gone")
+	// Every class spans both ranks read.
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "rank") && strings.Contains(l, "thread") {
+			assert.True(t, strings.HasPrefix(l, "ranks 3,7: "), l)
+		}
+	}
+}
+
+// deadPID returns the id of a process that has ended.
+func deadPID(t *testing.T) int {
+	p, err := os.StartProcess("/bin/true", []string{"true"}, &os.ProcAttr{})
+	require.NoError(t, err)
+	_, err = p.Wait()
+	require.NoError(t, err)
+	return p.Pid
+}
+
+// TestParseListPIDs reads scontrol listpids output, leaving out a task's
+// children.
+func TestParseListPIDs(t *testing.T) {
+	out := "PID      JOBID    STEPID   LOCALID GLOBALID\n" +
+		"4321     12       0        0       4\n" +
+		"4330     12       0        -       -\n" +
+		"4322     12       0        1       5\n"
+	procs, err := parseListPIDs([]byte(out), "n3")
+	require.NoError(t, err)
+	assert.Equal(t, []rankProc{{pid: 4321, rank: 4, host: "n3"}, {pid: 4322, rank: 5, host: "n3"}}, procs)
+	_, err = parseListPIDs([]byte("12x 1 0 0 4\n"), "n3")
+	assert.ErrorContains(t, err, "unexpected line")
+}
+
+// TestScanProcs finds a job's ranks in a fake /proc: the job, the node and
+// a rank variable must match, OpenMP must be loaded, the collector's own
+// step is left out, and of a wrapper and its child the child wins.
+func TestScanProcs(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid int, env, maps string) {
+		d := filepath.Join(root, strconv.Itoa(pid))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "environ"), []byte(strings.ReplaceAll(env, " ", "\x00")), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "maps"), []byte(maps), 0o644))
+	}
+	omp := "7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
+	proc(10, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=0", omp)
+	proc(11, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=1", "")  // no OpenMP
+	proc(12, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=1", omp) // its child
+	proc(13, "SLURM_JOB_ID=5 SLURMD_NODENAME=n2 SLURM_STEP_ID=0 SLURM_PROCID=2", omp) // other node
+	proc(14, "SLURM_JOB_ID=6 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=3", omp) // other job
+	proc(15, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=1 SLURM_PROCID=0", omp) // collector's step
+	proc(16, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0", omp)                // no rank
+	procs, err := scanProcs(root, "5", "n1", "1", 99)
+	require.NoError(t, err)
+	assert.Equal(t, []rankProc{{pid: 10, rank: 0, host: "n1"}, {pid: 12, rank: 1, host: "n1"}}, procs)
+}
+
+// TestAttachError names the causes: a process gone, ptrace refused.
+func TestAttachError(t *testing.T) {
+	gone := deadPID(t)
+	assert.ErrorContains(t, attachError(gone, syscall.ESRCH), "is gone")
+	err := attachError(os.Getpid(), syscall.EPERM)
+	assert.ErrorContains(t, err, "not allowed to trace")
+	assert.ErrorIs(t, err, syscall.EPERM)
+}
+
+// TestCollectUsage: collect needs a job or process ids.
+func TestCollectUsage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collect"}, "give -job"},
+		{[]string{"collect", "-job", "x"}, "bad job id"},
+		{[]string{"collect", "-job", "3", "12"}, "not both"},
+		{[]string{"collect", "12y"}, "bad process id"},
+		{[]string{"merge"}, "no input"},
+		{[]string{"job"}, "want one job id"},
+		{[]string{"-dot", "core", "a", "b"}, "-dot applies"},
+	} {
+		var out, stderr bytes.Buffer
+		err := run(ctx, c.args, &out, &stderr)
+		assert.ErrorContains(t, err, c.want, c.args)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+func jobMode() mode {
+	return mode{
+		synopsis: "job [flags] [-sbcast] [-dot] JOBID",
+		about: "Print the merged OpenMP view of every rank of the running Slurm job JOBID:\n" +
+			"one collector per node of the job runs in an overlapping step\n" +
+			"(srun --overlap --jobid=JOBID --ntasks-per-node=1), attaches briefly to the\n" +
+			"node's ranks and sends their records, merged here as they arrive (see merge).\n" +
+			"With -sbcast the tool is first copied to each node (no shared file system).",
+		flags: flagsCommon | flagsJob,
+		run:   runJob,
+	}
+}
+
+func runJob(ctx context.Context, o *options, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return usagef("job", "want one job id, got %d arguments", len(args))
+	}
+	job := args[0]
+	if n, err := strconv.Atoi(job); err != nil || n <= 0 {
+		return usagef("job", "bad job id %q", job)
+	}
+	state, nodes, err := jobNodes(ctx, job)
+	if err != nil {
+		return err
+	}
+	if state != "RUNNING" {
+		return fmt.Errorf("job %s is %s, not RUNNING", job, state)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if o.sbcast {
+		dest := fmt.Sprintf("/tmp/ompdtool-%s", job)
+		o.progressf("job: copying %s to %s on the job's nodes (sbcast)", exe, dest)
+		if err := command(ctx, "sbcast", "--jobid="+job, "--force", exe, dest); err != nil {
+			return err
+		}
+		exe = dest
+	}
+	srunArgs := []string{"--overlap", "--jobid=" + job, "-N" + strconv.Itoa(nodes), "-n" + strconv.Itoa(nodes),
+		"--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none", "--kill-on-bad-exit=0",
+		exe, "collect", "-job", job}
+	if o.quiet {
+		srunArgs = append(srunArgs, "-q")
+	}
+	for _, d := range o.debugDirs {
+		srunArgs = append(srunArgs, "-debug-dir", d)
+	}
+	o.progressf("job: srun %s", strings.Join(srunArgs, " "))
+	cmd := exec.CommandContext(ctx, "srun", srunArgs...)
+	cmd.Stderr = o.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("srun: %w", err)
+	}
+	var m merger
+	lerr := m.addLines(stdout, "collectors' output")
+	if lerr != nil {
+		_, _ = io.Copy(io.Discard, stdout)
+	}
+	werr := cmd.Wait()
+	if lerr != nil {
+		return lerr
+	}
+	if werr != nil {
+		return fmt.Errorf("srun of the collectors: %w", werr)
+	}
+	return o.printMerged(out, m.result())
+}
+
+// jobNodes asks squeue for a job's state and number of nodes.
+func jobNodes(ctx context.Context, job string) (state string, nodes int, err error) {
+	var outb bytes.Buffer
+	cmd := exec.CommandContext(ctx, "squeue", "-h", "-j", job, "-o", "%T %D")
+	cmd.Stdout = &outb
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", 0, fmt.Errorf("squeue -j %s: %w: %s", job, err, strings.TrimSpace(stderr.String()))
+	}
+	sc := bufio.NewScanner(&outb)
+	if !sc.Scan() {
+		return "", 0, fmt.Errorf("squeue -j %s: no such job", job)
+	}
+	f := strings.Fields(sc.Text())
+	if len(f) != 2 {
+		return "", 0, fmt.Errorf("squeue -j %s: unexpected answer %q", job, sc.Text())
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n <= 0 {
+		return "", 0, fmt.Errorf("squeue -j %s: unexpected node count %q", job, f[1])
+	}
+	return f[0], n, nil
+}
+
+// command runs a command, its output in the error if it fails.
+func command(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

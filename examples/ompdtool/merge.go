@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ompd-go/ompd/internal/summary"
+)
+
+func mergeMode() mode {
+	return mode{
+		synopsis: "merge [flags] [-exe EXE] [-dot] FILE|DIR...",
+		about: "Merge what collect wrote (a JSON line per rank, or lines of merged classes\n" +
+			"from collect -merged or merge -json) and core files of EXE (one per rank, the\n" +
+			"rank from the file name, as in core.rank12, else its position) into classes:\n" +
+			"threads with the same state, region nest and stack. Classes are printed with\n" +
+			"their ranks and thread counts, outliers (fewest ranks) first; -json prints\n" +
+			"merged classes that merge can read again, -dot a Graphviz prefix tree.\n" +
+			"A directory stands for the files in it.",
+		flags: flagsCommon | flagsMerge,
+		run:   runMerge,
+	}
+}
+
+// merger gathers summaries and errors of ranks and merges them.
+type merger struct {
+	pending []*summary.Summary
+	merged  *summary.Summary
+	errs    []rankError
+}
+
+// add adds the summary of one rank or of merged ranks.
+func (m *merger) add(s *summary.Summary, errs ...rankError) {
+	m.pending = append(m.pending, s)
+	m.errs = append(m.errs, errs...)
+	if len(m.pending) >= 1024 {
+		m.flush()
+	}
+}
+
+func (m *merger) flush() {
+	if len(m.pending) > 0 {
+		m.merged = summary.Merge(append(m.pending, m.merged)...)
+		m.pending = m.pending[:0]
+	}
+}
+
+// result is everything merged, errors by rank.
+func (m *merger) result() jobJSON {
+	m.flush()
+	if m.merged == nil {
+		m.merged = summary.Merge()
+	}
+	sort.SliceStable(m.errs, func(i, j int) bool { return m.errs[i].Rank < m.errs[j].Rank })
+	return jobJSON{Summary: m.merged, Errors: m.errs}
+}
+
+// addLines reads JSON lines of records or merged classes.
+func (m *merger) addLines(r io.Reader, name string) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if err := m.addLine(line); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// addLine adds one JSON line: a summary.Record, or a jobJSON.
+func (m *merger) addLine(line []byte) error {
+	var probe struct {
+		Summary json.RawMessage `json:"summary"`
+		Rank    *int            `json:"rank"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return fmt.Errorf("not a record nor merged classes: %w", err)
+	}
+	switch {
+	case probe.Summary != nil:
+		var j jobJSON
+		if err := json.Unmarshal(line, &j); err != nil {
+			return fmt.Errorf("bad merged classes: %w", err)
+		}
+		if j.Summary == nil {
+			return fmt.Errorf("merged classes without a summary")
+		}
+		m.add(j.Summary, j.Errors...)
+	case probe.Rank != nil:
+		var rec summary.Record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return fmt.Errorf("bad record: %w", err)
+		}
+		if rec.Rank < 0 {
+			return fmt.Errorf("bad record: rank %d", rec.Rank)
+		}
+		m.add(rec.Summary(), recordErrors(rec)...)
+	default:
+		return fmt.Errorf("neither a record (no \"rank\") nor merged classes (no \"summary\")")
+	}
+	return nil
+}
+
+func runMerge(ctx context.Context, o *options, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return usagef("merge", "no input given")
+	}
+	var files []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(a, e.Name()))
+			}
+		}
+	}
+	var m merger
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := o.mergeFile(ctx, &m, f, i); err != nil {
+			return err
+		}
+	}
+	return o.printMerged(out, m.result())
+}
+
+// mergeFile adds one file: a core (rank from its name, else pos) or JSON
+// lines.
+func (o *options) mergeFile(ctx context.Context, m *merger, path string, pos int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	isCore := n == 4 && (string(magic[:]) == "\x7fELF" || magic == [4]byte{0x28, 0xb5, 0x2f, 0xfd})
+	if !isCore {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return m.addLines(f, path)
+	}
+	if o.exe == "" {
+		return usagef("merge", "%s is a core file: give its program with -exe EXE", path)
+	}
+	rank := rankFromName(path, pos)
+	o.progressf("merge: reading core %s as rank %d", path, rank)
+	_, sum, err := o.readCore(ctx, o.exe, path, rank)
+	if err != nil {
+		m.add(&summary.Summary{Ranks: summary.Ranges{{First: rank, Last: rank}}},
+			rankError{Rank: rank, Error: fmt.Sprintf("%s: %v", path, err)})
+		return nil
+	}
+	m.add(sum)
+	return nil
+}
+
+var rankName = regexp.MustCompile(`(?i)rank[._-]?(\d+)`)
+
+// rankFromName is the rank a core file's name gives ("core.rank12",
+// "rank-3.core"), else pos.
+func rankFromName(path string, pos int) int {
+	if sm := rankName.FindStringSubmatch(filepath.Base(path)); sm != nil {
+		if r, err := strconv.Atoi(sm[1]); err == nil {
+			return r
+		}
+	}
+	return pos
+}
+
+// printMerged prints merged classes as the flags ask.
+func (o *options) printMerged(out io.Writer, j jobJSON) error {
+	switch {
+	case o.json:
+		return json.NewEncoder(out).Encode(j)
+	case o.dot:
+		return writeDOT(out, j.Summary)
+	}
+	printClasses(out, j.Summary)
+	lines := make([]string, len(j.Errors))
+	for i, e := range j.Errors {
+		lines[i] = fmt.Sprintf("rank %d: %s", e.Rank, e.Error)
+	}
+	printErrors(out, "", lines, true)
+	return nil
+}
+
+// outliersFirst orders groups by how many ranks they span, then threads,
+// the fewest first: the ranks that differ from the rest come first.
+func outliersFirst(gs []summary.Group) []summary.Group {
+	out := append([]summary.Group(nil), gs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := out[i].Ranks.Len(), out[j].Ranks.Len()
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].Threads < out[j].Threads
+	})
+	return out
+}
+
+// printClasses writes the classes as lines "ranks 0-6: 14 threads ...".
+func printClasses(w io.Writer, s *summary.Summary) {
+	fmt.Fprintf(w, "%d thread%s of %d rank%s (%s) in %d class%s, outliers first:\n",
+		s.Threads, plural(s.Threads), s.Ranks.Len(), plural(s.Ranks.Len()), s.Ranks, len(s.Groups), pluralEs(len(s.Groups)))
+	for _, g := range outliersFirst(s.Groups) {
+		word := "ranks"
+		if g.Ranks.Len() == 1 {
+			word = "rank"
+		}
+		fmt.Fprintf(w, "%s %s: %d thread%s %s\n", word, g.Ranks, g.Threads, plural(g.Threads), g.Describe())
+	}
+}
+
+func pluralEs(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+// dotNode is a node of the prefix tree: a frame (or region, or state)
+// reached by a path from the root.
+type dotNode struct {
+	label    string
+	ranks    summary.Ranges
+	threads  int
+	children map[string]*dotNode
+	order    []string
+}
+
+// writeDOT writes the classes as a prefix tree, as STAT draws merged
+// stacks: from the root, each class's path is its stack outermost first
+// (its regions when no stack was taken), ending in its state; each edge
+// says the ranks and threads that took it.
+func writeDOT(w io.Writer, s *summary.Summary) error {
+	root := &dotNode{label: "job", children: map[string]*dotNode{}}
+	for _, g := range s.Groups {
+		var path []string
+		if len(g.Stack) > 0 {
+			for i := len(g.Stack) - 1; i >= 0; i-- {
+				path = append(path, g.Stack[i])
+			}
+		} else {
+			for i := len(g.Regions) - 1; i >= 0; i-- {
+				r := g.Regions[i]
+				if r.Level == 0 && r.Function == "" {
+					continue
+				}
+				path = append(path, fmt.Sprintf("%s\\nlevel %d, team of %d", orQ(r.Function), r.Level, r.NumThreads))
+			}
+		}
+		state := g.State
+		if state == "" {
+			state = "(state unknown)"
+		}
+		path = append(path, "["+state+"]")
+		n := root
+		n.ranks, n.threads = n.ranks.Union(g.Ranks), n.threads+g.Threads
+		for _, p := range path {
+			c := n.children[p]
+			if c == nil {
+				c = &dotNode{label: p, children: map[string]*dotNode{}}
+				n.children[p] = c
+				n.order = append(n.order, p)
+			}
+			c.ranks, c.threads = c.ranks.Union(g.Ranks), c.threads+g.Threads
+			n = c
+		}
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "digraph ompd {")
+	fmt.Fprintln(bw, "  node [shape=box, fontname=monospace];")
+	id := 0
+	var walk func(n *dotNode) int
+	walk = func(n *dotNode) int {
+		me := id
+		id++
+		fmt.Fprintf(bw, "  n%d [label=%s];\n", me, dotQuote(n.label))
+		keys := append([]string(nil), n.order...)
+		sort.Strings(keys)
+		for _, k := range keys {
+			c := n.children[k]
+			child := walk(c)
+			fmt.Fprintf(bw, "  n%d -> n%d [label=%s];\n", me, child,
+				dotQuote(fmt.Sprintf("%d:[%s]\\n%d thread%s", c.ranks.Len(), c.ranks, c.threads, plural(c.threads))))
+		}
+		return me
+	}
+	walk(root)
+	fmt.Fprintln(bw, "}")
+	return bw.Flush()
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// dotQuote quotes s for DOT, keeping the \n escapes the labels use.
+func dotQuote(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `"`, `\"`), "\n", `\n`) + `"`
+}

@@ -730,12 +730,12 @@ func (s *session) thread(ot target.Thread) {
 
 	oth, oerr := s.as.ThreadByOSThread(ompd.PthreadID, ot.Pointer)
 	lth, lerr := s.las.ThreadHandle(libompd.PthreadID, ot.Pointer)
-	oa, la := s.handles(oth.Addr() + s.thOff, oerr, lth, lerr)
+	oa, la := s.handles(oth.Addr()+s.thOff, oerr, lth, lerr)
 	d.check("thread.handle(pthread)", where, oa, la, isOpenMP)
 
 	olwp, oerr := s.as.ThreadByOSThread(ompd.LWPID, ot.ID)
 	llwp, lerr := s.las.ThreadHandle(libompd.LWPID, ot.ID)
-	oa, la = s.handles(olwp.Addr() + s.thOff, oerr, llwp, lerr)
+	oa, la = s.handles(olwp.Addr()+s.thOff, oerr, llwp, lerr)
 	d.check("thread.handle(lwp)", where, oa, la, isOpenMP)
 	if oth.AddressSpace() == nil || lth == nil {
 		return
@@ -871,14 +871,7 @@ func (s *session) threadTruth(tt *fixtures.Thread) icvTruth {
 		case "thread-num-var", "ompd-thread-num-var":
 			return truthVal("omp_get_thread_num()", strconv.Itoa(tt.ThreadNum))
 		case "nthreads-var":
-			want := strconv.Itoa(tt.MaxThreads)
-			if str {
-				return &truth{desc: "omp_get_max_threads() first: " + want, ok: func(a answer) bool {
-					first, _, _ := strings.Cut(a.val, ",")
-					return a.ok() && first == want
-				}}
-			}
-			return truthVal("omp_get_max_threads()", want)
+			return listTruth("omp_get_max_threads()", strconv.Itoa(tt.MaxThreads), str, s.tr.Env["OMP_NUM_THREADS"], tt.Level)
 		}
 		if tt.ICV == nil {
 			return nil
@@ -891,6 +884,25 @@ func (s *session) threadTruth(tt *fixtures.Thread) icvTruth {
 		}
 		return nil
 	}
+}
+
+// listTruth is the truth for a list ICV (nthreads-var, bind-var) whose
+// first element the program's API call answered (first) at the given
+// level, the rest coming from the environment's list (env) for the levels
+// below: its string form starts with first; its integer form is first, with
+// ompd_rc_incomplete when the list has more elements.
+func listTruth(api, first string, str bool, env string, level int) *truth {
+	more := env != "" && level+1 < len(strings.Split(env, ","))
+	if str {
+		return &truth{desc: api + " first: " + first, ok: func(a answer) bool {
+			f, rest, _ := strings.Cut(a.val, ",")
+			return a.ok() && f == first && (rest != "") == more
+		}}
+	}
+	if more {
+		return truthIs(api+", the list going on (environment "+env+")", answer{val: first, rc: "incomplete"})
+	}
+	return truthVal(api, first)
 }
 
 // ---- parallel regions ------------------------------------------------------
@@ -1038,7 +1050,7 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 		w := fmt.Sprintf("%s thread %d", where, i)
 		ot, oerr := p.Thread(i)
 		lt, lerr := q.ThreadIn(i)
-		oa, la := s.handles(ot.Addr() + s.thOff, oerr, lt, lerr)
+		oa, la := s.handles(ot.Addr()+s.thOff, oerr, lt, lerr)
 		d.check("parallel.thread", w, oa, la, nil)
 		ok, oerr := p.ImplicitTask(i)
 		lk, lerr := q.TaskIn(i)
@@ -1303,7 +1315,7 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 	// The task's region.
 	op, oerr := k.Parallel()
 	lp, lerr := lk.Parallel()
-	oa, la = s.handles(op.Team() + s.teamT, oerr, lp, lerr)
+	oa, la = s.handles(op.Team()+s.teamT, oerr, lp, lerr)
 	d.check("task.parallel", where, oa, la, nil)
 
 	s.icvs(where, ompd.ScopeTask, k, lk, s.taskTruth(info))
@@ -1412,8 +1424,20 @@ func (s *session) taskTruth(info *taskInfo) icvTruth {
 				return truthVal("the fixture creates no explicit task", "1")
 			}
 		}
-		icv := info.thread.ICV
-		if !info.current || icv == nil {
+		// What the omp API answered in the task: the thread's record for
+		// its current task, the task's own (tasks fixture), or the record
+		// of the thread that forked the next level for an enclosing
+		// implicit task.
+		var icv *fixtures.ICV
+		switch {
+		case info.current:
+			icv = info.thread.ICV
+		case info.rec != nil:
+			icv = info.rec.ICV
+		case !info.explicit && info.level >= 0:
+			icv = s.tr.TaskICV(info.thread, info.level)
+		}
+		if icv == nil {
 			return nil
 		}
 		switch name {
@@ -1422,14 +1446,11 @@ func (s *session) taskTruth(info *taskInfo) icvTruth {
 		case "max-active-levels-var":
 			return truthVal("omp_get_max_active_levels()", strconv.Itoa(icv.MaxActiveLevels))
 		case "bind-var":
-			want := strconv.Itoa(icv.ProcBindKind)
-			if str {
-				return &truth{desc: "omp_get_proc_bind() first: " + want, ok: func(a answer) bool {
-					first, _, _ := strings.Cut(a.val, ",")
-					return a.ok() && first == want
-				}}
+			level := info.level
+			if level < 0 {
+				level = info.thread.Level
 			}
-			return truthVal("omp_get_proc_bind()", want)
+			return listTruth("omp_get_proc_bind()", strconv.Itoa(icv.ProcBindKind), str, s.tr.Env["OMP_PROC_BIND"], level)
 		case "run-sched-var":
 			if !str {
 				return truthVal("omp_get_schedule() kind", strconv.Itoa(icv.ScheduleKind))

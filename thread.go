@@ -79,10 +79,10 @@ type ThreadIDKind int
 
 const (
 	// PthreadID is a POSIX thread id (pthread_t), OMPD_THREAD_ID_PTHREAD.
-	PthreadID ThreadIDKind = omprt.IDPthread
+	PthreadID ThreadIDKind = 0
 	// LWPID is a kernel thread id (what gettid returns),
 	// OMPD_THREAD_ID_LWP.
-	LWPID ThreadIDKind = omprt.IDLWP
+	LWPID ThreadIDKind = 1
 	// WinThreadID is a Windows thread handle, OMPD_THREAD_ID_WINTHREAD;
 	// this package does not support it.
 	WinThreadID ThreadIDKind = 2

@@ -13,12 +13,12 @@ type ScopeKind int
 
 // ICV scopes (ompd_scope_t).
 const (
-	ScopeGlobal                 = ScopeKind(omprt.ScopeGlobal)   // global
-	ScopeAddressSpace ScopeKind = 2                              // address_space
-	ScopeThread                 = ScopeKind(omprt.ScopeThread)   // thread
-	ScopeParallel               = ScopeKind(omprt.ScopeParallel) // parallel
-	ScopeImplicitTask ScopeKind = 5                              // implicit_task
-	ScopeTask                   = ScopeKind(omprt.ScopeTask)     // task
+	ScopeGlobal       ScopeKind = 1 // global
+	ScopeAddressSpace ScopeKind = 2 // address_space
+	ScopeThread       ScopeKind = 3 // thread
+	ScopeParallel     ScopeKind = 4 // parallel
+	ScopeImplicitTask ScopeKind = 5 // implicit_task
+	ScopeTask         ScopeKind = 6 // task
 )
 
 // ICV identifies an internal control variable (ompd_icv_id_t). The ids and

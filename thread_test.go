@@ -146,8 +146,8 @@ func TestFakeNum(t *testing.T) {
 
 // TestFakeNotFullyStarted: a thread the runtime registered but has not
 // finished starting (no pthread id yet) and a runtime that has not counted
-// the processors yet answer ErrUnavailable saying why, not zeros. A real
-// runtime cannot be stopped at that moment deterministically.
+// the processors yet answer ErrUnavailable saying why, not zeros. The
+// starting thread on a real runtime: target/delve TestThreadStarting.
 func TestFakeNotFullyStarted(t *testing.T) {
 	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
 		s, as := fakeOpenNested(t, cfg)

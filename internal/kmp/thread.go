@@ -337,6 +337,21 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	} else {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
+	if d.Pthread == 0 {
+		// The creating thread stores ds_thread right after
+		// pthread_create (z_Linux_util.cpp, __kmp_create_worker); until
+		// then the OS thread may not exist and the team being forked
+		// for it is not set up (its levels and parent are written after
+		// __kmp_allocate_team returns). The worker joins the team at its
+		// first fork barrier: no number, region or task before that.
+		name := omprt.ThreadName(r)
+		d.Num = 0
+		d.NumErr = errorf(omprt.ErrUnavailable, "%v is starting: it has not joined a team yet", name)
+		d.RegionErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no region yet", name)
+		d.TaskErr = errorf(omprt.ErrUnavailable, "%v is starting: it has no current task yet", name)
+		d.LeagueErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no league yet", name)
+		return rec
+	}
 	// The innermost region: the thread's team, at its innermost level.
 	team := v.F(l.thTeam)
 	idle := false

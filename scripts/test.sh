@@ -22,6 +22,9 @@ cd "$(dirname "$0")/.."
 
 bash scripts/build-runtime.sh
 bash scripts/build-gomp.sh
+# Slurm, munge and Open MPI for the whole-job test (ompdtool job on a
+# 4-node cluster on this machine: scripts/slurm-cluster.sh).
+bash scripts/slurm-cluster.sh install
 
 go vet ./...
 # Everything but internal/libompd's harness and internal/compare builds

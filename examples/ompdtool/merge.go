@@ -208,12 +208,31 @@ func (o *options) printMerged(out io.Writer, j jobJSON) error {
 		return writeDOT(out, j.Summary)
 	}
 	printClasses(out, j.Summary)
-	lines := make([]string, len(j.Errors))
-	for i, e := range j.Errors {
-		lines[i] = fmt.Sprintf("rank %d: %s", e.Rank, e.Error)
-	}
-	printErrors(out, "", lines, true)
+	printErrors(out, "", errorLines(j.Errors), true)
 	return nil
+}
+
+// errorLines are the errors of ranks, one line per message with the ranks
+// that had it ("ranks 0-7: ..."), in the order of their first rank.
+func errorLines(errs []rankError) []string {
+	ranks := map[string]summary.Ranges{}
+	var order []string
+	for _, e := range errs {
+		if _, ok := ranks[e.Error]; !ok {
+			order = append(order, e.Error)
+		}
+		ranks[e.Error] = ranks[e.Error].Add(e.Rank)
+	}
+	lines := make([]string, len(order))
+	for i, msg := range order {
+		r := ranks[msg]
+		word := "ranks"
+		if r.Len() == 1 {
+			word = "rank"
+		}
+		lines[i] = fmt.Sprintf("%s %s: %s", word, r, msg)
+	}
+	return lines
 }
 
 // outliersFirst orders groups by how many ranks they span, then threads,

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/summary"
+)
+
+// asTool makes the test binary run as ompdtool (the job tests start it
+// through srun, as the collector of each node).
+const asTool = "OMPDTOOL_TEST_AS_TOOL"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asTool) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// hybridTruth is what a rank of the hybrid fixture recorded.
+type hybridTruth struct {
+	Rank    int    `json:"rank"`
+	PID     int    `json:"pid"`
+	Node    string `json:"node"`
+	Threads int    `json:"threads"`
+	Region  []struct {
+		Num   int `json:"num"`
+		Team  int `json:"team"`
+		Level int `json:"level"`
+	} `json:"region"`
+}
+
+// slurmCluster starts the 4-node cluster of scripts/slurm-cluster.sh,
+// installing its packages first under CI=true, and returns the
+// environment its clients need; it is stopped at the end of the test.
+func slurmCluster(t *testing.T) []string {
+	t.Helper()
+	root, err := fixtures.ModuleRoot()
+	require.NoError(t, err)
+	script := filepath.Join(root, "scripts", "slurm-cluster.sh")
+	if os.Getuid() != 0 {
+		fixtures.Unavailable(t, "the test Slurm cluster runs its daemons as root")
+	}
+	if os.Getenv("CI") == "true" {
+		out, err := exec.Command("bash", script, "install").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	fixtures.RequireTool(t, "munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "mpicc")
+	dir, err := os.MkdirTemp("", "ompd-slurm-") // short: munge's socket path has a limit
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		out, err := exec.Command("bash", script, "stop", dir).CombinedOutput()
+		assert.NoError(t, err, "%s", out)
+		_ = os.RemoveAll(dir)
+	})
+	out, err := exec.Command("bash", script, "start", dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return append(os.Environ(), "SLURM_CONF="+filepath.Join(dir, "slurm.conf"))
+}
+
+// TestJobSlurm runs a hung hybrid MPI+OpenMP job of 8 ranks on a 4-node
+// Slurm cluster (rank 5 spinning in an OpenMP region of 3 threads, the
+// others in MPI_Barrier) and checks what `ompdtool job` merges against what
+// each rank recorded.
+func TestJobSlurm(t *testing.T) {
+	env := slurmCluster(t)
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "hybrid")
+	out, err := exec.Command("mpicc", "-fopenmp", "-g", "-O0", "-o", exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	const ranks, hung = 8, 5
+	sbatch := exec.Command("sbatch", "-N4", "-n8", "--ntasks-per-node=2", "-o", filepath.Join(dir, "job.out"),
+		"--wrap", "srun --mpi=pmix "+exe+" "+dir+" 5 120")
+	sbatch.Env = append(env, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2")
+	out, err = sbatch.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	job := string(m[1])
+	t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
+
+	truths := map[int]hybridTruth{}
+	deadline := time.Now().Add(90 * time.Second)
+	for len(truths) < ranks {
+		for r := 0; r < ranks; r++ {
+			b, err := os.ReadFile(filepath.Join(dir, "truth."+strconv.Itoa(r)))
+			if err != nil {
+				continue
+			}
+			var tr hybridTruth
+			require.NoError(t, json.Unmarshal(b, &tr), "%s", b)
+			truths[r] = tr
+		}
+		if time.Now().After(deadline) {
+			jobOut, _ := os.ReadFile(filepath.Join(dir, "job.out"))
+			t.Fatalf("only %d of %d ranks got in place; job output:\n%s", len(truths), ranks, jobOut)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	self, err := os.Executable()
+	require.NoError(t, err)
+	tool := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, self, args...)
+		cmd.Env = append(env, asTool+"=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr.String())
+		return string(out)
+	}
+	var got jobJSON
+	require.NoError(t, json.Unmarshal([]byte(tool("-q", "-json", "job", job)), &got))
+	s := got.Summary
+	require.NotNil(t, s)
+	assert.Equal(t, "0-7", s.Ranks.String())
+	total := 0
+	for _, tr := range truths {
+		total += tr.Threads
+	}
+	assert.Equal(t, total, s.Threads)
+	for _, e := range got.Errors {
+		assert.Contains(t, e.Error, "breakpoints", "rank %d", e.Rank) // libgomp has none; nothing else may fail
+	}
+
+	// Per rank: as many threads as it had (every class holds the same
+	// number of threads of each of its ranks here).
+	for r, tr := range truths {
+		n := 0
+		for _, g := range s.Groups {
+			if inRanges(g.Ranks, r) {
+				n += g.Threads / g.Ranks.Len()
+			}
+		}
+		assert.Equal(t, tr.Threads, n, "threads of rank %d", r)
+	}
+	// The hung rank alone is in the region, as its threads said; thread 0
+	// spins in spin().
+	tr := truths[hung]
+	require.Len(t, tr.Region, 3)
+	inRegion, spinning := 0, 0
+	for _, g := range s.Groups {
+		if len(g.Regions) == 0 || g.Regions[0].Level == 0 {
+			continue
+		}
+		assert.Equal(t, "5", g.Ranks.String(), g.Describe())
+		assert.Equal(t, tr.Region[0].Level, g.Regions[0].Level, g.Describe())
+		assert.Equal(t, tr.Region[0].Team, g.Regions[0].NumThreads, g.Describe())
+		assert.Contains(t, g.Regions[0].Function, "main._omp_fn.", g.Describe())
+		inRegion += g.Threads
+		if len(g.Stack) > 0 && g.Stack[0] == "spin" {
+			spinning += g.Threads
+			assert.Equal(t, "work_parallel", g.State)
+		}
+	}
+	assert.Equal(t, len(tr.Region), inRegion)
+	assert.Equal(t, 1, spinning)
+	// Every other rank's primary thread waits in MPI_Barrier, serial.
+	var barrier summary.Ranges
+	for _, g := range s.Groups {
+		if strings.Contains(strings.Join(g.Stack, " "), "PMPI_Barrier") {
+			assert.Len(t, g.Regions, 1, g.Describe())
+			barrier = barrier.Union(g.Ranks)
+		}
+	}
+	assert.Equal(t, "0-4,6-7", barrier.String())
+
+	text := tool("-q", "job", job)
+	lines := strings.Split(text, "\n")
+	require.Greater(t, len(lines), 2, text)
+	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])
+}
+
+// inRanges tells whether n is in r.
+func inRanges(r summary.Ranges, n int) bool {
+	for _, x := range r {
+		if x.First <= n && n <= x.Last {
+			return true
+		}
+	}
+	return false
+}

@@ -58,6 +58,13 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 	if len(procs) == 0 {
 		o.progressf("collect: no process of the job on this node")
 	}
+	if o.chunk < 0 || (o.chunk > 0 && o.chunk < 16) {
+		return usagef("collect", "-chunk %d: want 0 or at least 16 bytes", o.chunk)
+	}
+	if o.chunk > 0 {
+		cw := &chunkWriter{w: out, size: o.chunk}
+		out = cw
+	}
 	enc := json.NewEncoder(out)
 	var sums []*summary.Summary
 	var errs []rankError
@@ -300,4 +307,56 @@ func envRank(env map[string]string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// chunkWriter splits each line written to it (by one Write, as
+// json.Encoder writes) into lines of at most size bytes: "+" and a piece,
+// the last one "=" and a piece.
+type chunkWriter struct {
+	w    io.Writer
+	size int
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	line := bytes.TrimSuffix(p, []byte("\n"))
+	var b bytes.Buffer
+	n := c.size - 2
+	for len(line) > n {
+		b.WriteByte('+')
+		b.Write(line[:n])
+		b.WriteByte('\n')
+		line = line[n:]
+	}
+	b.WriteByte('=')
+	b.Write(line)
+	b.WriteByte('\n')
+	if _, err := c.w.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// chunkReader joins the lines of several chunkWriters, interleaved and
+// labelled by task as srun --label writes them ("3: +piece").
+type chunkReader struct {
+	parts map[string][]byte
+}
+
+// line takes one labelled line; it returns a whole line when one ends.
+func (c *chunkReader) line(l []byte) ([]byte, bool, error) {
+	label, rest, ok := bytes.Cut(l, []byte(": "))
+	if !ok || len(rest) == 0 || (rest[0] != '+' && rest[0] != '=') {
+		return nil, false, fmt.Errorf("not a labelled piece of a record: %.60q", l)
+	}
+	if c.parts == nil {
+		c.parts = map[string][]byte{}
+	}
+	task := string(bytes.TrimSpace(label))
+	c.parts[task] = append(c.parts[task], rest[1:]...)
+	if rest[0] == '+' {
+		return nil, false, nil
+	}
+	whole := c.parts[task]
+	delete(c.parts, task)
+	return whole, true, nil
 }

@@ -151,3 +151,45 @@ func TestCollectUsage(t *testing.T) {
 		assert.ErrorContains(t, err, c.want, c.args)
 	}
 }
+
+// TestChunks: records split into short lines by several collectors, then
+// interleaved and labelled as srun --label writes them, come back whole.
+func TestChunks(t *testing.T) {
+	var a, b bytes.Buffer
+	wa, wb := &chunkWriter{w: &a, size: 16}, &chunkWriter{w: &b, size: 16}
+	recA := `{"rank":1,"host":"n1","threads":[{"gtid":0,"state":"work_serial"}]}` + "\n"
+	recB := `{"rank":2}` + "\n"
+	for _, w := range []struct {
+		w   *chunkWriter
+		rec string
+	}{{wa, recA}, {wb, recB}, {wa, recA}} {
+		n, err := w.w.Write([]byte(w.rec))
+		require.NoError(t, err)
+		assert.Equal(t, len(w.rec), n)
+	}
+	la, lb := strings.SplitAfter(a.String(), "\n"), strings.SplitAfter(b.String(), "\n")
+	for _, l := range append(la, lb...) {
+		assert.LessOrEqual(t, len(l), 16)
+	}
+	var mixed []string
+	for i := 0; i < len(la) || i < len(lb); i++ {
+		if i < len(la) && la[i] != "" {
+			mixed = append(mixed, "0: "+strings.TrimSuffix(la[i], "\n"))
+		}
+		if i < len(lb) && lb[i] != "" {
+			mixed = append(mixed, "1: "+strings.TrimSuffix(lb[i], "\n"))
+		}
+	}
+	var c chunkReader
+	var got []string
+	for _, l := range mixed {
+		whole, ok, err := c.line([]byte(l))
+		require.NoError(t, err)
+		if ok {
+			got = append(got, string(whole)+"\n")
+		}
+	}
+	assert.ElementsMatch(t, []string{recA, recA, recB}, got)
+	_, _, err := c.line([]byte("0: {oops"))
+	assert.ErrorContains(t, err, "not a labelled piece")
+}

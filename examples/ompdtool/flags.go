@@ -38,6 +38,7 @@ type options struct {
 	job    string // collect: JOBID or JOBID.STEP
 	node   string // collect: the node's name
 	merged bool   // collect: one line of merged classes
+	chunk  int    // collect: split records into lines of this many bytes
 	dot    bool   // merge, job: a Graphviz prefix tree
 	exe    string // merge: the program of core files
 	sbcast bool   // job: ship the tool with sbcast
@@ -176,6 +177,8 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 		fs.StringVar(&o.job, "job", o.job, "collect: the Slurm job (`JOBID`, or JOBID.STEP to ask scontrol listpids) whose ranks to read")
 		fs.StringVar(&o.node, "node", o.node, "collect: this node's Slurm name (`NAME`; default SLURMD_NODENAME, else the host name)")
 		fs.BoolVar(&o.merged, "merged", o.merged, "collect: write one line of merged classes instead of a line per rank")
+		fs.IntVar(&o.chunk, "chunk", o.chunk, "collect: split each line into lines of at most `BYTES` bytes, each starting with '+', the last\n"+
+			"with '=' (for launchers that split long lines: srun forwards output in 1 KiB pieces); 0: do not split")
 	}
 	if which&(flagsMerge|flagsJob) != 0 {
 		fs.BoolVar(&o.dot, "dot", o.dot, "merge, job: print the classes as a Graphviz DOT prefix tree of their stacks")
@@ -225,8 +228,8 @@ func (o *options) check(name string, m mode) error {
 	if m.flags&flagsFollow == 0 && o.follow {
 		return usagef(name, "-follow applies to connect")
 	}
-	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged) {
-		return usagef(name, "-job, -node and -merged apply to collect")
+	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0) {
+		return usagef(name, "-job, -node, -merged and -chunk apply to collect")
 	}
 	if m.flags&(flagsMerge|flagsJob) == 0 && o.dot {
 		return usagef(name, "-dot applies to merge and job")

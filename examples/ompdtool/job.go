@@ -53,8 +53,10 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		exe = dest
 	}
 	srunArgs := []string{"--overlap", "--jobid=" + job, "-N" + strconv.Itoa(nodes), "-n" + strconv.Itoa(nodes),
-		"--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none", "--kill-on-bad-exit=0",
-		exe, "collect", "-job", job}
+		"--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none", "--kill-on-bad-exit=0", "--label",
+		// srun forwards output in pieces of 1 KiB, interleaving the
+		// nodes': records come in labelled lines shorter than that.
+		exe, "collect", "-chunk", "900", "-job", job}
 	if o.quiet {
 		srunArgs = append(srunArgs, "-q")
 	}
@@ -72,7 +74,7 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		return fmt.Errorf("srun: %w", err)
 	}
 	var m merger
-	lerr := m.addLines(stdout, "collectors' output")
+	lerr := m.addChunks(stdout, "collectors' output")
 	if lerr != nil {
 		_, _ = io.Copy(io.Discard, stdout)
 	}

@@ -182,7 +182,8 @@ func TestJobSlurm(t *testing.T) {
 	}
 	assert.Equal(t, "0-4,6-7", barrier.String())
 
-	text := tool("-q", "job", job)
+	// The same through a copy of the tool on each node (sbcast).
+	text := tool("-q", "job", "-sbcast", job)
 	lines := strings.Split(text, "\n")
 	require.Greater(t, len(lines), 2, text)
 	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])

@@ -84,6 +84,29 @@ func (m *merger) addLines(r io.Reader, name string) error {
 	return nil
 }
 
+// addChunks reads what collect -chunk writes, through srun --label.
+func (m *merger) addChunks(r io.Reader, name string) error {
+	var c chunkReader
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line, ok, err := c.line(sc.Bytes())
+		if err == nil && ok {
+			err = m.addLine(line)
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	for task := range c.parts {
+		return fmt.Errorf("%s: the output of task %s ends in the middle of a record", name, task)
+	}
+	return nil
+}
+
 // addLine adds one JSON line: a summary.Record, or a jobJSON.
 func (m *merger) addLine(line []byte) error {
 	var probe struct {

@@ -74,7 +74,8 @@ func fixtureCases(manyThreads string) []fixtureCase {
 //   - (seeded by the fixtures' OMPT chains) a chain one task short or long
 //     fails "the task chain as long as OMPT's" in every fixture.
 func TestFixtureCores(t *testing.T) {
-	cases := append(fixtureCases("256"), fixtureCase{fixtures.Teams, nil}, fixtureCase{fixtures.Idle, nil})
+	cases := append(fixtureCases("256"), fixtureCase{fixtures.Teams, nil},
+		fixtureCase{fixtures.Teams, []string{"body"}}, fixtureCase{fixtures.Idle, nil})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()

@@ -2,6 +2,7 @@ package ompd_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -177,4 +178,54 @@ func TestIdleHotTeam(t *testing.T) {
 	s, err := as.Snapshot(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, s.Errors)
+}
+
+// TestHostTeamsBody stops in the body of a host teams region, before any
+// parallel region: each team's primary is at level 0 (the team's initial
+// region, nothing enclosing it), runs the body's implicit task (generated
+// by the league's task of the team), and the workers the runtime already
+// forked for the teams' parallel regions wait in their first fork barrier:
+// no thread number or task yet, in their primary's region. Nothing reads
+// as inconsistent memory.
+func TestHostTeamsBody(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.Teams, "body")
+	as := openStop(t, stop)
+	for i := range stop.Truth.Threads {
+		tt := &stop.Truth.Threads[i]
+		th := ompdtest.Thread(t, as, tt)
+		team, ok := stop.Truth.TeamNum(tt.TID)
+		require.True(t, ok)
+		n, err := th.TeamNum()
+		require.NoError(t, err)
+		assert.Equal(t, team, n)
+		regions := ompdtest.Regions(t, th)
+		require.Len(t, regions, 1)
+		size, err := regions[0].NumThreads()
+		require.NoError(t, err)
+		assert.Equal(t, 1, size, "omp_get_team_size(0)")
+		tasks := ompdtest.Tasks(t, th)
+		require.Len(t, tasks, 3, "body, league task, initial task")
+		s, err := tasks[0].Scheduling()
+		require.NoError(t, err)
+		assert.Equal(t, tasks[1], s)
+	}
+	s, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, s.Errors)
+	waiting := 0
+	for _, ts := range s.Threads {
+		th, err := as.ThreadByOSThread(ompd.LWPID, ts.LWP)
+		require.NoError(t, err)
+		if _, ok := stop.Truth.TeamNum(int(ts.LWP)); ok {
+			continue
+		}
+		_, err = th.Num()
+		if errors.Is(err, ompd.ErrUnavailable) {
+			waiting++
+			_, err = th.CurrentTask()
+			assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		}
+	}
+	assert.Equal(t, 2, waiting, "one worker per team waits for the first parallel region")
 }

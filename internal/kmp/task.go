@@ -179,7 +179,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if implicit && r.Level > tm.first {
 		// An enclosing serialized level of the same serial team.
 		d.Generating = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
-	} else if implicit && tm.inLeague && r.Level == tm.first {
+	} else if implicit && tm.inLeague && r.Level == tm.first && !body {
 		// td_parent names the league's task; the teams region's body
 		// ran between the two.
 		d.Generating = tm.teamsBody()
@@ -193,7 +193,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	switch {
 	case implicit && r.Level > tm.first:
 		d.Scheduling = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
-	case implicit && tm.inLeague && r.Level == tm.first && r.Addr == tm.implicit:
+	case implicit && tm.inLeague && r.Level == tm.first && r.Addr == tm.implicit && !body:
 		d.Scheduling = tm.teamsBody()
 	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
 		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)

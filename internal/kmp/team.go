@@ -39,6 +39,12 @@ type team struct {
 	// ompt_get_task_info's implicit task between the parallel region's and
 	// the league's, is the ref {implicit, parentLevel} (teamsBody).
 	inLeague bool
+	// bodyOnly tells that the team of a league (inLeague) runs the teams
+	// region's body and no parallel region yet: it sits at the league's
+	// level and stands for no region of its own (its primary is in the
+	// league's level-0 region, its workers wait in their first fork
+	// barrier).
+	bodyOnly bool
 }
 
 // teamsBody returns the ref of the task that runs the teams region's body
@@ -50,7 +56,7 @@ func (tm *team) teamsBody() omprt.Ref {
 // isTeamsBody reports whether r is the task that ran the teams region's
 // body in team tm of a league.
 func (tm *team) isTeamsBody(r omprt.Ref) bool {
-	return tm.inLeague && tm.level > tm.parentLevel && r == tm.teamsBody()
+	return tm.inLeague && r == tm.teamsBody()
 }
 
 // depth is the number of nesting levels the team stands for.
@@ -143,6 +149,12 @@ func (s *stop) decodeTeam(addr uint64) *team {
 		switch {
 		case err != nil:
 			tm.enclosingErr = err
+		case p.level == tm.level && p.activeLevel == tm.activeLevel && p.pkfn != 0 && p.pkfn == s.rt.teamsMaster():
+			// __kmp_teams_master forked the team at the league's level
+			// (kmp_runtime.cpp, __kmp_fork_call: no new level at the
+			// start of a teams construct) to run the teams body.
+			tm.first, tm.parentLevel = tm.level, p.level
+			tm.inLeague, tm.bodyOnly = true, true
 		case p.level < 0 || p.level >= tm.level:
 			// Levels must fall going outwards; anything else is a
 			// cycle or corrupt memory, and would make a walk endless.

@@ -376,6 +376,10 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		default:
 			d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 		}
+	} else if tm.bodyOnly {
+		// The primary of a league's team running the teams body: in
+		// the league's level-0 region (its workers are idle, above).
+		d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 	} else {
 		d.Region = omprt.Ref{Addr: team, Level: tm.level}
 		if tm.league {
@@ -407,6 +411,11 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 // worker kept in a hot team after its region ended: the team's primary
 // thread is no longer in the team nor in any team nested in it.
 func (s *stop) idleWorker(tt *threadTable, tm *team, num int) bool {
+	if tm.bodyOnly && num > 0 {
+		// Workers of a league's team wait in their first fork barrier
+		// until the teams body starts a parallel region.
+		return true
+	}
 	if num <= 0 || tm.nproc <= 1 || tm.league || tm.threads == 0 {
 		return false
 	}

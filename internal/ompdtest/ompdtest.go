@@ -315,8 +315,13 @@ func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regio
 	}
 	// The current task is the implicit task of the innermost region.
 	it, err := regions[0].ImplicitTask(tt.ThreadNum)
-	require.NoError(t, err)
-	assert.Equal(t, tasks[0], it, "current task is implicit task %d of the innermost region", tt.ThreadNum)
+	if inLeague && tt.Level == 0 {
+		// The league's level 0 holds one such task per team.
+		assert.ErrorIs(t, err, ompd.ErrUnavailable, "implicit task of a league's level 0")
+	} else {
+		require.NoError(t, err)
+		assert.Equal(t, tasks[0], it, "current task is implicit task %d of the innermost region", tt.ThreadNum)
+	}
 	if tt.Level > 0 {
 		f, err := regions[0].Function()
 		if err == nil {
@@ -346,7 +351,10 @@ func checkState(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *
 			// the overhead state __kmp_fork_call set on entry while it
 			// runs the region's user code.
 			assert.Equal(t, ompd.StateOverhead, st)
-		} else if tt.InParallel || tt.Level > 0 {
+		} else if tt.InParallel || tt.Level > 0 || truth.NumTeams > 1 {
+			// In a host teams region's body LLVM runs the body as the
+			// implicit task of the team __kmp_teams_master forked
+			// (__kmp_fork_call sets work_parallel before invoking it).
 			assert.Equal(t, ompd.StateWorkParallel, st)
 		} else {
 			assert.Equal(t, ompd.StateWorkSerial, st)

@@ -37,15 +37,7 @@ func TestHostTeams(t *testing.T) {
 	as := openStop(t, stop)
 	for i := range stop.Truth.Threads {
 		tt := &stop.Truth.Threads[i]
-		th := ompdtest.Thread(t, as, tt)
-		team, ok := stop.Truth.TeamNum(tt.TID)
-		require.True(t, ok)
-		n, err := th.TeamNum()
-		require.NoError(t, err)
-		assert.Equal(t, team, n, "team number of %d", tt.TID)
-		nt, err := th.NumTeams()
-		require.NoError(t, err)
-		assert.Equal(t, stop.Truth.NumTeams, nt)
+		th := leagueThread(t, as, stop.Truth, tt)
 		num, err := th.Num()
 		require.NoError(t, err)
 		assert.Equal(t, tt.ThreadNum, num)
@@ -87,6 +79,22 @@ func TestHostTeams(t *testing.T) {
 	for _, ts := range s.Threads {
 		assert.Equal(t, 2, ts.NumTeams)
 	}
+}
+
+// leagueThread returns the handle of truth thread tt of a league, checking
+// its team number and the league's size against what it recorded.
+func leagueThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *fixtures.Thread) ompd.Thread {
+	t.Helper()
+	th := ompdtest.Thread(t, as, tt)
+	team, ok := truth.TeamNum(tt.TID)
+	require.True(t, ok)
+	n, err := th.TeamNum()
+	require.NoError(t, err)
+	assert.Equal(t, team, n, "team number of %d", tt.TID)
+	nt, err := th.NumTeams()
+	require.NoError(t, err)
+	assert.Equal(t, truth.NumTeams, nt)
+	return th
 }
 
 // checkTeamsTasks checks the task chain of a thread in a parallel region
@@ -193,12 +201,7 @@ func TestHostTeamsBody(t *testing.T) {
 	as := openStop(t, stop)
 	for i := range stop.Truth.Threads {
 		tt := &stop.Truth.Threads[i]
-		th := ompdtest.Thread(t, as, tt)
-		team, ok := stop.Truth.TeamNum(tt.TID)
-		require.True(t, ok)
-		n, err := th.TeamNum()
-		require.NoError(t, err)
-		assert.Equal(t, team, n)
+		th := leagueThread(t, as, stop.Truth, tt)
 		regions := ompdtest.Regions(t, th)
 		require.Len(t, regions, 1)
 		size, err := regions[0].NumThreads()

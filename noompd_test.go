@@ -17,7 +17,9 @@ import (
 // without OMPD support (still with OMP_DEBUG=enabled, which it ignores) and
 // checks every answer its structures give, read through its DWARF.
 func TestNoOMPDRuntimeCores(t *testing.T) {
-	for _, c := range fixtureCases("64") {
+	cases := append(fixtureCases("64"), fixtureCase{fixtures.Teams, nil},
+		fixtureCase{fixtures.Teams, []string{"body"}}, fixtureCase{fixtures.Idle, nil})
+	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			info := fixtures.RuntimeVariant(t, fixtures.VariantNoOMPD)

@@ -3,6 +3,7 @@ package objfile
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,12 @@ const maxLineRows = 1 << 22
 // its compilation units, read on first use, and each unit's line table,
 // read when an address in it is first looked up.
 type lineState struct {
-	once sync.Once
-	data *dwarf.Data
-	cus  []cuRange // sorted by low
-	err  error
+	once  sync.Once
+	data  *dwarf.Data
+	line  []byte           // .debug_line, for checkLineHeader (nil: not checked)
+	order binary.ByteOrder // of line
+	cus   []cuRange        // sorted by low
+	err   error
 
 	mu     sync.Mutex
 	tables map[dwarf.Offset]*lineTable
@@ -68,10 +71,11 @@ func (o *Object) lineDWARF() (*dwarf.Data, error) {
 		}
 		f, where = df, o.dbgPath
 	}
-	d, err := lineSections(f)
+	d, line, err := lineSections(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 	}
+	o.lines.line, o.lines.order = line, f.ByteOrder
 	return d, nil
 }
 
@@ -84,9 +88,13 @@ var lineNeeds = []string{"abbrev", "info", "line", "ranges", "str", "str_offsets
 // lineSections builds the DWARF of f from the sections lineNeeds lists,
 // decompressed; a relocatable object (never loaded in a process) takes
 // (*elf.File).DWARF, which applies its relocations.
-func lineSections(f *elf.File) (*dwarf.Data, error) {
+//
+// It also returns the .debug_line section (nil for a relocatable object),
+// for checkLineHeader.
+func lineSections(f *elf.File) (*dwarf.Data, []byte, error) {
 	if f.Type == elf.ET_REL {
-		return f.DWARF()
+		d, err := f.DWARF()
+		return d, nil, err
 	}
 	raw := map[string][]byte{}
 	for _, name := range lineNeeds {
@@ -99,22 +107,22 @@ func lineSections(f *elf.File) (*dwarf.Data, error) {
 		}
 		b, err := s.Data()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		raw[name] = b
 	}
 	d, err := dwarf.New(raw["abbrev"], nil, nil, raw["info"], raw["line"], nil, raw["ranges"], raw["str"])
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, name := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
 		if b, ok := raw[name]; ok {
 			if err := d.AddSection(".debug_"+name, b); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return d, nil
+	return d, raw["line"], nil
 }
 
 func (o *Object) loadLineIndex() {
@@ -162,6 +170,12 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 	}
 	t := &lineTable{}
 	o.lines.tables[cu.Offset] = t
+	if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok && o.lines.line != nil {
+		if err := checkLineHeader(o.lines.line, off, o.lines.order); err != nil {
+			t.err = fmt.Errorf("%s: line table: %w", o.path, err)
+			return t
+		}
+	}
 	lr, err := o.lines.data.LineReader(cu)
 	if err != nil || lr == nil {
 		t.err = fmt.Errorf("%s: line table: %v", o.path, err)

@@ -128,6 +128,12 @@ func attachError(pid int, err error) error {
 	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(serr, os.ErrNotExist) || errors.Is(err, delve.ErrExited) || errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("process %d is gone (it ended or was killed): %w", pid, err)
 	}
+	// An exited process not reaped yet refuses ptrace with EPERM too.
+	if st, serr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); serr == nil {
+		if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
+			return fmt.Errorf("process %d is gone (it exited; not reaped yet): %w", pid, err)
+		}
+	}
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
 		msg := fmt.Sprintf("process %d: not allowed to trace it (ptrace: permission denied; is it another user's?)", pid)
 		if scope, rerr := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); rerr == nil {

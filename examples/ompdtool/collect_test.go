@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/summary"
 )
 
@@ -192,4 +194,119 @@ func TestChunks(t *testing.T) {
 	assert.ElementsMatch(t, []string{recA, recA, recB}, got)
 	_, _, err := c.line([]byte("0: {oops"))
 	assert.ErrorContains(t, err, "not a labelled piece")
+}
+
+// holdSrc is an OpenMP program (gcc, so libgomp) that holds two threads in
+// a parallel region after writing its pid to the file argv[1].
+const holdSrc = `#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	alarm(120);
+#pragma omp parallel num_threads(2)
+	{
+#pragma omp barrier
+		if (omp_get_thread_num() == 0) {
+			FILE *f = fopen(argv[1], "w");
+			fprintf(f, "%d\n", (int)getpid());
+			fclose(f);
+		}
+		for (;;)
+			pause();
+	}
+}
+`
+
+// TestCollectUsers runs the collector as a normal user: it reads that
+// user's rank, and says why it cannot read a rank of another user (root's)
+// while reading the rest.
+func TestCollectUsers(t *testing.T) {
+	if os.Getuid() != 0 {
+		fixtures.Unavailable(t, "switching users needs root")
+	}
+	fixtures.RequireTool(t, "gcc")
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "ompd-users-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o1777))
+	src := filepath.Join(dir, "hold.c")
+	require.NoError(t, os.WriteFile(src, []byte(holdSrc), 0o644))
+	prog := filepath.Join(dir, "hold")
+	out, err := exec.Command("gcc", "-fopenmp", "-g", "-o", prog, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	tool := filepath.Join(dir, "ompdtool.test")
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tool, b, 0o755))
+
+	asNobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	start := func(rank int, attr *syscall.SysProcAttr) int {
+		ready := filepath.Join(dir, "ready"+strconv.Itoa(rank))
+		cmd := exec.Command(prog, ready)
+		cmd.Env = append(os.Environ(), "PMIX_RANK="+strconv.Itoa(rank), "OMP_NUM_THREADS=2")
+		cmd.SysProcAttr = attr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
+				return cmd.Process.Pid
+			}
+			require.True(t, time.Now().Before(deadline), "rank %d did not get ready", rank)
+		}
+	}
+	rootPID := start(0, nil)
+	userPID := start(1, asNobody)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool, "collect", "-q", strconv.Itoa(rootPID), strconv.Itoa(userPID))
+	cmd.Env = append(os.Environ(), asTool+"=1", "HOME="+dir)
+	cmd.SysProcAttr = asNobody
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	outb, err := cmd.Output()
+	require.NoError(t, err, "%s", stderr.String())
+	var recs []summary.Record
+	for _, l := range strings.Split(strings.TrimSpace(string(outb)), "\n") {
+		var r summary.Record
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		recs = append(recs, r)
+	}
+	require.Len(t, recs, 2)
+	assert.Equal(t, 0, recs[0].Rank)
+	assert.Contains(t, recs[0].Error, "not allowed to trace", recs[0].Error)
+	assert.Empty(t, recs[0].Threads)
+	assert.Equal(t, 1, recs[1].Rank)
+	assert.Empty(t, recs[1].Error)
+	assert.Contains(t, recs[1].Runtime, "libgomp")
+	require.Len(t, recs[1].Threads, 2)
+	for _, th := range recs[1].Threads {
+		require.NotEmpty(t, th.Regions)
+		assert.Equal(t, 1, th.Regions[0].Level)
+		assert.Equal(t, 2, th.Regions[0].NumThreads)
+		assert.Contains(t, th.Regions[0].Function, "main._omp_fn.0")
+	}
+}
+
+// TestCollectExited: a rank that has exited but is not reaped yet (as
+// when it ends while the collector runs) is reported gone.
+func TestCollectExited(t *testing.T) {
+	p, err := os.StartProcess("/bin/true", []string{"true"}, &os.ProcAttr{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = p.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat"); err == nil && strings.Contains(string(b), ") Z ") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no zombie")
+	}
+	var r summary.Record
+	require.NoError(t, json.Unmarshal([]byte(runTool(t, "collect", "-q", strconv.Itoa(p.Pid))), &r))
+	assert.Contains(t, r.Error, "is gone")
 }

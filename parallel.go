@@ -93,7 +93,10 @@ func (p Parallel) Enclosing() (Parallel, error) {
 }
 
 // Thread returns the thread with number n in the region's team
-// (ompd_get_thread_in_parallel). n out of range gives ErrBadInput.
+// (ompd_get_thread_in_parallel). n out of range gives ErrBadInput. Level 0
+// of a team of a host teams league (LLVM) gives ErrUnavailable: the runtime
+// keeps one region there for all teams, so it cannot tell which team's
+// initial thread is meant.
 func (p Parallel) Thread(n int) (Thread, error) {
 	if _, err := p.data(); err != nil {
 		return Thread{}, err
@@ -110,7 +113,8 @@ func (p Parallel) Thread(n int) (Thread, error) {
 func (p Parallel) Primary() (Thread, error) { return p.Thread(0) }
 
 // ImplicitTask returns the implicit task of thread number n of the region
-// (ompd_get_task_in_parallel / ompd_get_implicit_task_in_parallel).
+// (ompd_get_task_in_parallel / ompd_get_implicit_task_in_parallel); like
+// Thread, ErrUnavailable at level 0 of a team of a host teams league.
 func (p Parallel) ImplicitTask(n int) (Task, error) {
 	if _, err := p.data(); err != nil {
 		return Task{}, err

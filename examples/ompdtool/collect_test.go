@@ -146,7 +146,7 @@ func TestCollectUsage(t *testing.T) {
 		{[]string{"collect", "12y"}, "bad process id"},
 		{[]string{"merge"}, "no input"},
 		{[]string{"job"}, "want one job id"},
-		{[]string{"-dot", "core", "a", "b"}, "-dot applies"},
+		{[]string{"-dot", "core", "a", "b"}, "-dot and -depth apply"},
 	} {
 		var out, stderr bytes.Buffer
 		err := run(ctx, c.args, &out, &stderr)

@@ -40,6 +40,7 @@ type options struct {
 	merged bool   // collect: one line of merged classes
 	chunk  int    // collect: split records into lines of this many bytes
 	dot    bool   // merge, job: a Graphviz prefix tree
+	depth  int    // merge, job: compare this many outermost frames
 	exe    string // merge: the program of core files
 	sbcast bool   // job: ship the tool with sbcast
 
@@ -182,6 +183,7 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 	}
 	if which&(flagsMerge|flagsJob) != 0 {
 		fs.BoolVar(&o.dot, "dot", o.dot, "merge, job: print the classes as a Graphviz DOT prefix tree of their stacks")
+		fs.IntVar(&o.depth, "depth", o.depth, "merge, job: threads whose stacks share their `N` outermost frames are one class (0: the whole stack)")
 	}
 	if which&flagsMerge != 0 {
 		fs.StringVar(&o.exe, "exe", o.exe, "merge: the program `EXE` of the core files among the inputs")
@@ -231,8 +233,11 @@ func (o *options) check(name string, m mode) error {
 	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0) {
 		return usagef(name, "-job, -node, -merged and -chunk apply to collect")
 	}
-	if m.flags&(flagsMerge|flagsJob) == 0 && o.dot {
-		return usagef(name, "-dot applies to merge and job")
+	if m.flags&(flagsMerge|flagsJob) == 0 && (o.dot || o.depth != 0) {
+		return usagef(name, "-dot and -depth apply to merge and job")
+	}
+	if o.depth < 0 {
+		return usagef(name, "-depth %d: want 0 or more frames", o.depth)
 	}
 	if m.flags&flagsMerge == 0 && o.exe != "" {
 		return usagef(name, "-exe applies to merge")

@@ -73,7 +73,7 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("srun: %w", err)
 	}
-	var m merger
+	m := merger{depth: o.depth}
 	lerr := m.addChunks(stdout, "collectors' output")
 	if lerr != nil {
 		_, _ = io.Copy(io.Discard, stdout)

@@ -34,6 +34,7 @@ func mergeMode() mode {
 
 // merger gathers summaries and errors of ranks and merges them.
 type merger struct {
+	depth   int // compare the stacks' depth outermost frames, if > 0
 	pending []*summary.Summary
 	merged  *summary.Summary
 	errs    []rankError
@@ -41,6 +42,14 @@ type merger struct {
 
 // add adds the summary of one rank or of merged ranks.
 func (m *merger) add(s *summary.Summary, errs ...rankError) {
+	if m.depth > 0 {
+		// Groups left with equal keys are joined by the merge.
+		for i := range s.Groups {
+			if st := s.Groups[i].Stack; len(st) > m.depth {
+				s.Groups[i].Stack = st[len(st)-m.depth:]
+			}
+		}
+	}
 	m.pending = append(m.pending, s)
 	m.errs = append(m.errs, errs...)
 	if len(m.pending) >= 1024 {
@@ -165,7 +174,7 @@ func runMerge(ctx context.Context, o *options, args []string, out io.Writer) err
 			}
 		}
 	}
-	var m merger
+	m := merger{depth: o.depth}
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -61,6 +61,15 @@ func TestMergeRecords(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "n1.jsonl")))
 	assert.Equal(t, want, runTool(t, "merge", dir))
 
+	// Compared by their outermost frame only, stacks that differ inside
+	// (the MPI library's progress loop, say) are one class.
+	other := filepath.Join(t.TempDir(), "poll.jsonl")
+	r5 := hungRank(5, false)
+	r5.Threads[0].Stack = []string{"poll", "opal_progress", "MPI_Barrier", "main"}
+	writeRecords(t, other, r5)
+	assert.Contains(t, runTool(t, "merge", dir, other), "rank 5: 1 thread work_serial, serial; stack poll < ")
+	assert.Contains(t, runTool(t, "merge", "-depth", "2", dir, other), "ranks 0-1,3,5: 4 threads work_serial, serial; stack MPI_Barrier < main\n")
+
 	dot := runTool(t, "merge", "-dot", dir)
 	assert.True(t, strings.HasPrefix(dot, "digraph ompd {"), dot)
 	assert.Contains(t, dot, `[label="main"]`)

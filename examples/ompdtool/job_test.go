@@ -186,6 +186,9 @@ func TestJobSlurm(t *testing.T) {
 	text := tool("-q", "job", "-sbcast", job)
 	lines := strings.Split(text, "\n")
 	require.Greater(t, len(lines), 2, text)
+	// By the stacks' prefix from _start to MPI_Barrier, every waiting
+	// rank is one class.
+	assert.Contains(t, tool("-q", "job", "-depth", "5", job), "ranks 0-4,6-7: 7 threads work_serial, serial; stack PMPI_Barrier < main < ")
 	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])
 }
 

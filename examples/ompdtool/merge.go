@@ -22,7 +22,8 @@ func mergeMode() mode {
 		synopsis: "merge [flags] [-exe EXE] [-dot] FILE|DIR...",
 		about: "Merge what collect wrote (a JSON line per rank, or lines of merged classes\n" +
 			"from collect -merged or merge -json) and core files of EXE (one per rank, the\n" +
-			"rank from the file name, as in core.rank12, else its position) into classes:\n" +
+			"rank from the environment in the core, else the file name, as in core.rank12,\n" +
+			"else its position) into classes:\n" +
 			"threads with the same state, region nest and stack. Classes are printed with\n" +
 			"their ranks and thread counts, outliers (fewest ranks) first; -json prints\n" +
 			"merged classes that merge can read again, -dot a Graphviz prefix tree.\n" +
@@ -186,8 +187,8 @@ func runMerge(ctx context.Context, o *options, args []string, out io.Writer) err
 	return o.printMerged(out, m.result())
 }
 
-// mergeFile adds one file: a core (rank from its name, else pos) or JSON
-// lines.
+// mergeFile adds one file: a core (rank from the environment in it, else
+// from its name, else pos) or JSON lines.
 func (o *options) mergeFile(ctx context.Context, m *merger, path string, pos int) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -207,8 +208,16 @@ func (o *options) mergeFile(ctx context.Context, m *merger, path string, pos int
 		return usagef("merge", "%s is a core file: give its program with -exe EXE", path)
 	}
 	rank := rankFromName(path, pos)
-	o.progressf("merge: reading core %s as rank %d", path, rank)
-	_, sum, err := o.readCore(ctx, o.exe, path, rank)
+	c, err := o.openCore(ctx, o.exe, path)
+	var sum *summary.Summary
+	if err == nil {
+		if r, ok := coreRank(path, c); ok {
+			rank = r
+		}
+		o.progressf("merge: reading core %s as rank %d", path, rank)
+		_, sum, err = o.read(ctx, c, rank)
+		c.Close()
+	}
 	if err != nil {
 		m.add(&summary.Summary{Ranks: summary.Ranges{{First: rank, Last: rank}}},
 			rankError{Rank: rank, Error: fmt.Sprintf("%s: %v", path, err)})

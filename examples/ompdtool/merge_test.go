@@ -3,13 +3,16 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/summary"
 )
 
@@ -83,4 +86,18 @@ func TestRankFromName(t *testing.T) {
 	assert.Equal(t, 12, rankFromName("/x/core.rank12", 3))
 	assert.Equal(t, 5, rankFromName("rank-5.core", 3))
 	assert.Equal(t, 3, rankFromName("core.4711", 3))
+}
+
+// TestMergeCoreRank takes a core's rank from the environment in it
+// (gcore of a rank with PMIX_RANK=9, its file name naming no rank).
+func TestMergeCoreRank(t *testing.T) {
+	fixtures.RequireTool(t, "gcore")
+	cmd := holdNested(t, "PMIX_RANK=9")
+	exe := fixtures.Build(t, fixtures.Nested)
+	dir := t.TempDir()
+	out, err := exec.Command("gcore", "-o", filepath.Join(dir, "core"), strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+	ptraceUnavailable(t, err)
+	require.NoError(t, err, "%s", out)
+	text := runTool(t, "merge", "-q", "-exe", exe, dir)
+	assert.Contains(t, text, "6 threads of 1 rank (9) in ")
 }

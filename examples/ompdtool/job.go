@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func jobMode() mode {
@@ -40,6 +41,9 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	if state != "RUNNING" {
 		return fmt.Errorf("job %s is %s, not RUNNING", job, state)
 	}
+	// One task per node of the job, beside its running steps.
+	step := []string{"--overlap", "--jobid=" + job, "-N" + strconv.Itoa(nodes), "-n" + strconv.Itoa(nodes),
+		"--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none", "--kill-on-bad-exit=0"}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -51,12 +55,19 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 			return err
 		}
 		exe = dest
+		defer func() {
+			// Remove the copies (with a context of its own: the
+			// collection's may be done).
+			rmCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := command(rmCtx, "srun", append(step, "rm", "-f", dest)...); err != nil {
+				o.progressf("job: removing the copies of the tool: %v", err)
+			}
+		}()
 	}
-	srunArgs := []string{"--overlap", "--jobid=" + job, "-N" + strconv.Itoa(nodes), "-n" + strconv.Itoa(nodes),
-		"--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none", "--kill-on-bad-exit=0", "--label",
-		// srun forwards output in pieces of 1 KiB, interleaving the
-		// nodes': records come in labelled lines shorter than that.
-		exe, "collect", "-chunk", "900", "-job", job}
+	// srun forwards output in pieces of 1 KiB, interleaving the nodes':
+	// records come in labelled lines shorter than that.
+	srunArgs := append(append([]string(nil), step...), "--label", exe, "collect", "-chunk", "900", "-job", job)
 	if o.quiet {
 		srunArgs = append(srunArgs, "-q")
 	}

@@ -186,6 +186,8 @@ func TestJobSlurm(t *testing.T) {
 	text := tool("-q", "job", "-sbcast", job)
 	lines := strings.Split(text, "\n")
 	require.Greater(t, len(lines), 2, text)
+	_, err = os.Stat("/tmp/ompdtool-" + job)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the copies of the tool are removed")
 	// By the stacks' prefix from _start to MPI_Barrier, every waiting
 	// rank is one class.
 	assert.Contains(t, tool("-q", "job", "-depth", "5", job), "ranks 0-4,6-7: 7 threads work_serial, serial; stack PMPI_Barrier < main < ")

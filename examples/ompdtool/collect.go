@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/ompd-go/ompd/internal/summary"
@@ -65,22 +66,51 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 		cw := &chunkWriter{w: out, size: o.chunk}
 		out = cw
 	}
+	if o.parallel < 1 {
+		return usagef("collect", "-parallel %d: want 1 or more", o.parallel)
+	}
 	enc := json.NewEncoder(out)
 	var sums []*summary.Summary
 	var errs []rankError
-	for _, p := range procs {
-		if err := ctx.Err(); err != nil {
-			return err
+	// Up to o.parallel ranks are read at once; each record is written
+	// as soon as it is read.
+	recs := make(chan summary.Record)
+	sem := make(chan struct{}, o.parallel)
+	go func() {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			if ctx.Err() != nil {
+				break
+			}
+			sem <- struct{}{}
+			o.progressf("collect: reading rank %d (process %d)", p.rank, p.pid)
+			wg.Add(1)
+			go func(p rankProc) {
+				defer wg.Done()
+				recs <- o.collectOne(ctx, p)
+				<-sem
+			}(p)
 		}
-		rec := o.collectOne(ctx, p)
+		wg.Wait()
+		close(recs)
+	}()
+	var encErr error
+	for rec := range recs {
+		if encErr != nil {
+			continue // drain
+		}
 		if o.merged {
 			sums = append(sums, rec.Summary())
 			errs = append(errs, recordErrors(rec)...)
 			continue
 		}
-		if err := enc.Encode(rec); err != nil {
-			return err
-		}
+		encErr = enc.Encode(rec)
+	}
+	if encErr != nil {
+		return encErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if o.merged {
 		return enc.Encode(jobJSON{Summary: summary.Merge(sums...), Errors: errs})
@@ -91,7 +121,6 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 // collectOne attaches to one process, reads it and detaches.
 func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 	rec := summary.Record{Rank: p.rank, Host: p.host, PID: p.pid}
-	o.progressf("collect: reading rank %d (process %d)", p.rank, p.pid)
 	proc, err := delve.Attach(p.pid, o.liveOptions()...)
 	if err != nil {
 		rec.Error = attachError(p.pid, err).Error()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,8 @@ func TestCollectPIDs(t *testing.T) {
 		recs = append(recs, r)
 	}
 	require.Len(t, recs, 3)
+	// Read at once, they come in any order.
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Rank > recs[j].Rank })
 	for i, want := range []struct{ rank, pid int }{{7, a.Process.Pid}, {3, b.Process.Pid}} {
 		r := recs[i]
 		assert.Equal(t, want.rank, r.Rank)

@@ -35,14 +35,15 @@ type options struct {
 	follow bool // connect: print every stop of the session
 
 	// whole jobs (collect, merge, job)
-	job    string // collect: JOBID or JOBID.STEP
-	node   string // collect: the node's name
-	merged bool   // collect: one line of merged classes
-	chunk  int    // collect: split records into lines of this many bytes
-	dot    bool   // merge, job: a Graphviz prefix tree
-	depth  int    // merge, job: compare this many outermost frames
-	exe    string // merge: the program of core files
-	sbcast bool   // job: ship the tool with sbcast
+	job      string // collect: JOBID or JOBID.STEP
+	node     string // collect: the node's name
+	merged   bool   // collect: one line of merged classes
+	chunk    int    // collect: split records into lines of this many bytes
+	parallel int    // collect: ranks read at once
+	dot      bool   // merge, job: a Graphviz prefix tree
+	depth    int    // merge, job: compare this many outermost frames
+	exe      string // merge: the program of core files
+	sbcast   bool   // job: ship the tool with sbcast
 
 	// live programs (launch, events)
 	env envFlags
@@ -52,6 +53,7 @@ type options struct {
 func (o *options) init(stderr io.Writer) {
 	o.stderr = stderr
 	o.brk = "stopme"
+	o.parallel = 4
 }
 
 // flag groups a mode can take.
@@ -178,6 +180,7 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 		fs.StringVar(&o.job, "job", o.job, "collect: the Slurm job (`JOBID`, or JOBID.STEP to ask scontrol listpids) whose ranks to read")
 		fs.StringVar(&o.node, "node", o.node, "collect: this node's Slurm name (`NAME`; default SLURMD_NODENAME, else the host name)")
 		fs.BoolVar(&o.merged, "merged", o.merged, "collect: write one line of merged classes instead of a line per rank")
+		fs.IntVar(&o.parallel, "parallel", o.parallel, "collect: read up to `N` ranks at once")
 		fs.IntVar(&o.chunk, "chunk", o.chunk, "collect: split each line into lines of at most `BYTES` bytes, each starting with '+', the last\n"+
 			"with '=' (for launchers that split long lines: srun forwards output in 1 KiB pieces); 0: do not split")
 	}
@@ -230,8 +233,8 @@ func (o *options) check(name string, m mode) error {
 	if m.flags&flagsFollow == 0 && o.follow {
 		return usagef(name, "-follow applies to connect")
 	}
-	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0) {
-		return usagef(name, "-job, -node, -merged and -chunk apply to collect")
+	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0 || o.parallel != 4) {
+		return usagef(name, "-job, -node, -merged, -chunk and -parallel apply to collect")
 	}
 	if m.flags&(flagsMerge|flagsJob) == 0 && (o.dot || o.depth != 0) {
 		return usagef(name, "-dot and -depth apply to merge and job")

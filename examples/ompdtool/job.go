@@ -15,7 +15,7 @@ import (
 
 func jobMode() mode {
 	return mode{
-		synopsis: "job [flags] [-sbcast] [-dot] JOBID",
+		synopsis: "job [flags] [-sbcast] [-dot] [-depth N] JOBID",
 		about: "Print the merged OpenMP view of every rank of the running Slurm job JOBID:\n" +
 			"one collector per node of the job runs in an overlapping step\n" +
 			"(srun --overlap --jobid=JOBID --ntasks-per-node=1), attaches briefly to the\n" +

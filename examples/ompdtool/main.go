@@ -11,8 +11,8 @@
 //	ompdtool [flags] launch [flags] [-env KEY=VALUE]... [-break FUNC] -- PROG [ARGS...]
 //	ompdtool [flags] events [flags] [-env KEY=VALUE]... -- PROG [ARGS...]
 //	ompdtool [flags] collect [flags] [-job JOBID[.STEP]] [-node NAME] [PID...]
-//	ompdtool [flags] merge [flags] [-exe EXE] [-dot] FILE|DIR...
-//	ompdtool [flags] job [flags] [-sbcast] [-dot] JOBID
+//	ompdtool [flags] merge [flags] [-exe EXE] [-dot] [-depth N] FILE|DIR...
+//	ompdtool [flags] job [flags] [-sbcast] [-dot] [-depth N] JOBID
 //	ompdtool help [MODE]
 //
 // Flags go before or after the mode; "ompdtool MODE -h" lists a mode's.

@@ -19,7 +19,7 @@ import (
 
 func mergeMode() mode {
 	return mode{
-		synopsis: "merge [flags] [-exe EXE] [-dot] FILE|DIR...",
+		synopsis: "merge [flags] [-exe EXE] [-dot] [-depth N] FILE|DIR...",
 		about: "Merge what collect wrote (a JSON line per rank, or lines of merged classes\n" +
 			"from collect -merged or merge -json) and core files of EXE (one per rank, the\n" +
 			"rank from the environment in the core, else the file name, as in core.rank12,\n" +

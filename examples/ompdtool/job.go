@@ -93,10 +93,19 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	if lerr != nil {
 		return lerr
 	}
-	if werr != nil {
+	res := m.result()
+	if werr != nil && res.Summary.Ranks.Len() == 0 {
 		return fmt.Errorf("srun of the collectors: %w", werr)
 	}
-	return o.printMerged(out, m.result())
+	if err := o.printMerged(out, res); err != nil {
+		return err
+	}
+	if werr != nil {
+		// What the nodes that answered sent is printed; say the rest
+		// is missing.
+		return fmt.Errorf("srun of the collectors: %w (only ranks %s answered)", werr, res.Summary.Ranks)
+	}
+	return nil
 }
 
 // jobNodes asks squeue for a job's state and number of nodes.

@@ -203,3 +203,26 @@ func inRanges(r summary.Ranges, n int) bool {
 	}
 	return false
 }
+
+// TestJobPartial: when a node's collector fails (srun exits non-zero), the
+// ranks the other nodes sent are still merged and printed, and the error
+// says which answered. srun and squeue are stand-ins here (shell scripts
+// writing what the real ones write); TestJobSlurm runs the real ones.
+func TestJobPartial(t *testing.T) {
+	dir := t.TempDir()
+	rec := `{"rank":3,"host":"n2","pid":77,"runtime":"GNU libgomp","threads":[{"gtid":0,"state":"work_serial","regions":[{"level":0,"num_threads":1}]}]}`
+	script := map[string]string{
+		"squeue": "#!/bin/sh\necho 'RUNNING 2'\n",
+		"srun": "#!/bin/sh\necho '1: +" + rec[:40] + "'\necho '1: =" + rec[40:] + "'\n" +
+			"echo 'srun: error: n1: task 0: Exited with exit code 1' >&2\nexit 1\n",
+	}
+	for name, body := range script {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755))
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-q", "job", "12"}, &out, &stderr)
+	assert.ErrorContains(t, err, "only ranks 3 answered")
+	assert.Contains(t, out.String(), "1 thread of 1 rank (3) in 1 class")
+	assert.Contains(t, out.String(), "rank 3: 1 thread work_serial, serial")
+}

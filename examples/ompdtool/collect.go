@@ -154,6 +154,11 @@ func recordErrors(r summary.Record) []rankError {
 // attachError says why process pid could not be read, in the words of the
 // usual causes: it is gone, or ptrace is not allowed.
 func attachError(pid int, err error) error {
+	return attachErrorYama(pid, err, "/proc/sys/kernel/yama/ptrace_scope")
+}
+
+// attachErrorYama is attachError with Yama's ptrace_scope file at yama.
+func attachErrorYama(pid int, err error, yama string) error {
 	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(serr, os.ErrNotExist) || errors.Is(err, delve.ErrExited) || errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("process %d is gone (it ended or was killed): %w", pid, err)
 	}
@@ -165,9 +170,9 @@ func attachError(pid int, err error) error {
 	}
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
 		msg := fmt.Sprintf("process %d: not allowed to trace it (ptrace: permission denied; is it another user's?)", pid)
-		if scope, rerr := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); rerr == nil {
+		if scope, rerr := os.ReadFile(yama); rerr == nil {
 			if s := strings.TrimSpace(string(scope)); s != "0" {
-				msg += fmt.Sprintf("; Yama ptrace_scope is %s (/proc/sys/kernel/yama/ptrace_scope): only a parent may trace its children, or root/CAP_SYS_PTRACE", s)
+				msg += fmt.Sprintf("; Yama ptrace_scope is %s (%s): only a parent may trace its children, or root/CAP_SYS_PTRACE", s, yama)
 			}
 		}
 		return fmt.Errorf("%s: %w", msg, err)

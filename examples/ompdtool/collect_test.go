@@ -133,6 +133,12 @@ func TestAttachError(t *testing.T) {
 	err := attachError(os.Getpid(), syscall.EPERM)
 	assert.ErrorContains(t, err, "not allowed to trace")
 	assert.ErrorIs(t, err, syscall.EPERM)
+	// With Yama restricting ptrace, it says so; not when it allows it.
+	yama := filepath.Join(t.TempDir(), "ptrace_scope")
+	require.NoError(t, os.WriteFile(yama, []byte("1\n"), 0o644))
+	assert.ErrorContains(t, attachErrorYama(os.Getpid(), syscall.EPERM, yama), "Yama ptrace_scope is 1 (")
+	require.NoError(t, os.WriteFile(yama, []byte("0\n"), 0o644))
+	assert.NotContains(t, attachErrorYama(os.Getpid(), syscall.EPERM, yama).Error(), "Yama")
 }
 
 // TestCollectUsage: collect needs a job or process ids.

@@ -319,3 +319,47 @@ func TestCollectExited(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(runTool(t, "collect", "-q", strconv.Itoa(p.Pid))), &r))
 	assert.Contains(t, r.Error, "is gone")
 }
+
+// TestCollectRankExits: a rank that ends while the collector reads another
+// is reported gone, and the others are read. The collector (this test
+// binary as ompdtool, reading one rank at a time) is stopped while it
+// reads rank 0, rank 1 is killed and reaped, and the collector goes on.
+func TestCollectRankExits(t *testing.T) {
+	a := holdNested(t, "PMIX_RANK=0")
+	b := holdNested(t, "PMIX_RANK=1")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "collect", "-parallel", "1", strconv.Itoa(a.Process.Pid), strconv.Itoa(b.Process.Pid))
+	cmd.Env = append(os.Environ(), asTool+"=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	var progress []string
+	for sc.Scan() {
+		progress = append(progress, sc.Text())
+		if strings.Contains(sc.Text(), "reading rank 0 ") {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+			require.NoError(t, b.Process.Kill())
+			_, _ = b.Process.Wait()
+			require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+		}
+	}
+	require.NoError(t, cmd.Wait(), "%s", strings.Join(progress, "\n"))
+	var recs []summary.Record
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r summary.Record
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		recs = append(recs, r)
+	}
+	require.Len(t, recs, 2)
+	assert.Equal(t, 0, recs[0].Rank)
+	assert.Empty(t, recs[0].Error)
+	assert.Len(t, recs[0].Threads, 6)
+	assert.Equal(t, 1, recs[1].Rank)
+	assert.Contains(t, recs[1].Error, "is gone")
+}

@@ -49,6 +49,7 @@ const (
 	defaultMutations = 3000
 	mutationDeadline = 60 * time.Second
 	mutationAllocs   = 1 << 30 // bytes allocated by one mutation's walk
+	mutationHeap     = 4 << 30 // heap while one mutation runs
 // walkLimit bounds the harness's own walks of handle chains: an
 // Enclosing or Generating chain longer than this is endless.
 )
@@ -554,6 +555,13 @@ func mutationBudget(t *testing.T) (int, time.Duration) {
 	return 0, d
 }
 
+// heapBytes is the memory held by live and unswept heap objects.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 func allocated() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
@@ -594,11 +602,25 @@ func TestMutatedCores(t *testing.T) {
 			}()
 			problems = m.run(mu)
 		}()
-		select {
-		case <-done:
-		case <-time.After(mutationDeadline):
-			t.Fatalf("%v: did not return within %v", mu, mutationDeadline)
+		// The heap is watched while the mutation runs: one that would
+		// take the machine's memory must fail with its name, not be
+		// killed by the kernel without one.
+		deadline := time.After(mutationDeadline)
+		tick := time.NewTicker(50 * time.Millisecond)
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case <-deadline:
+				t.Fatalf("%v: did not return within %v", mu, mutationDeadline)
+			case <-tick.C:
+				if h := heapBytes(); h > mutationHeap {
+					panic(fmt.Sprintf("%v: the heap grew to %d bytes while it ran", mu, h))
+				}
+			}
 		}
+		tick.Stop()
 		if a := allocated() - before; a > mutationAllocs {
 			problems = append(problems, fmt.Sprintf("allocated %d bytes", a))
 		}

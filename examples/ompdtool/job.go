@@ -95,7 +95,7 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	}
 	res := m.result()
 	if werr != nil && res.Summary.Ranks.Len() == 0 {
-		return fmt.Errorf("srun of the collectors: %w", werr)
+		return fmt.Errorf("srun of the collectors: %w (srun's message is above; Slurm refuses a step in another user's job)", werr)
 	}
 	if err := o.printMerged(out, res); err != nil {
 		return err

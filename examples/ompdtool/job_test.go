@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,18 +76,33 @@ func slurmCluster(t *testing.T) []string {
 // TestJobSlurm runs a hung hybrid MPI+OpenMP job of 8 ranks on a 4-node
 // Slurm cluster (rank 5 spinning in an OpenMP region of 3 threads, the
 // others in MPI_Barrier) and checks what `ompdtool job` merges against what
-// each rank recorded.
+// each rank recorded. The job and the tool are a normal user's; the same
+// user asking for root's job is refused.
 func TestJobSlurm(t *testing.T) {
 	env := slurmCluster(t)
-	dir := t.TempDir()
+	// The job is a normal user's (nobody's), and so is the tool that
+	// reads it, except where said: every file they use is theirs to read.
+	dir, err := os.MkdirTemp("", "ompd-job-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o1777))
+	asUser := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	userEnv := append(env, "HOME="+dir)
 	exe := filepath.Join(dir, "hybrid")
 	out, err := exec.Command("mpicc", "-fopenmp", "-g", "-O0", "-o", exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	userTool := filepath.Join(dir, "ompdtool.test")
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(userTool, b, 0o755))
 
 	const ranks, hung = 8, 5
 	sbatch := exec.Command("sbatch", "-N4", "-n8", "--ntasks-per-node=2", "-o", filepath.Join(dir, "job.out"),
 		"--wrap", "srun --mpi=pmix "+exe+" "+dir+" 5 120")
-	sbatch.Env = append(env, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2")
+	sbatch.Env = append(userEnv, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2")
+	sbatch.SysProcAttr = asUser
 	out, err = sbatch.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
@@ -113,18 +129,22 @@ func TestJobSlurm(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	self, err := os.Executable()
-	require.NoError(t, err)
-	tool := func(args ...string) string {
+	// runAs runs the tool as the job's user.
+	runAs := func(args ...string) (string, string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, self, args...)
-		cmd.Env = append(env, asTool+"=1")
+		cmd := exec.CommandContext(ctx, userTool, args...)
+		cmd.Env = append(userEnv, asTool+"=1")
+		cmd.SysProcAttr = asUser
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
-		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr.String())
-		return string(out)
+		return string(out), stderr.String(), err
+	}
+	tool := func(args ...string) string {
+		out, stderr, err := runAs(args...)
+		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr)
+		return out
 	}
 	var got jobJSON
 	require.NoError(t, json.Unmarshal([]byte(tool("-q", "-json", "job", job)), &got))
@@ -192,6 +212,28 @@ func TestJobSlurm(t *testing.T) {
 	// rank is one class.
 	assert.Contains(t, tool("-q", "job", "-depth", "5", job), "ranks 0-4,6-7: 7 threads work_serial, serial; stack PMPI_Barrier < main < ")
 	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])
+
+	// Another user's job (root's) is refused to the user, saying why.
+	sb := exec.Command("sbatch", "-N1", "-o", "/dev/null", "--wrap", "sleep 60")
+	sb.Env = env
+	out, err = sb.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m = regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	rootJob := string(m[1])
+	t.Cleanup(func() { _ = exec.Command("scancel", rootJob).Run() })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		sq := exec.Command("squeue", "-h", "-j", rootJob, "-o", "%T")
+		sq.Env = env
+		if state, err := sq.Output(); err == nil && strings.TrimSpace(string(state)) == "RUNNING" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "root's job did not start")
+	}
+	_, stderr, err := runAs("-q", "job", rootJob)
+	assert.Error(t, err)
+	assert.Contains(t, stderr, "permission denied")
+	assert.Contains(t, stderr, "another user's job")
 }
 
 // inRanges tells whether n is in r.

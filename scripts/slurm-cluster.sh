@@ -7,7 +7,8 @@
 #                                         Open MPI, PMIx) that are missing
 #   scripts/slurm-cluster.sh start DIR    start munged, slurmctld and slurmd
 #                                         n1..n4 with their state in DIR (made
-#                                         fresh); prints SLURM_CONF=DIR/slurm.conf
+#                                         fresh; ports from SLURM_CLUSTER_PORT,
+#                                         else random); prints SLURM_CONF=DIR/slurm.conf
 #   scripts/slurm-cluster.sh stop DIR     stop them (SIGTERM, SIGKILL after 10 s)
 #
 # Clients only need SLURM_CONF=DIR/slurm.conf in their environment.
@@ -87,6 +88,10 @@ start() {
 	mkdir -p "$dir"/{run,log,spool,tmp,state,munge}
 	chmod 755 "$dir" "$dir/munge"
 	host=$(hostname)
+	# Ports: slurmctld on base, slurmd n1..n4 on base+1..base+4; random
+	# unless SLURM_CLUSTER_PORT says, so that two clusters (two test runs
+	# on one machine) do not meet.
+	local base=${SLURM_CLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 	dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
 	chmod 600 "$dir/munge/munge.key"
 	munged --force -S "$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
@@ -98,7 +103,7 @@ start() {
 	cat >"$dir/slurm.conf" <<EOF
 ClusterName=ompdtest
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=17000
+SlurmctldPort=$base
 SlurmUser=root
 AuthType=auth/munge
 AuthInfo=socket=$dir/munge/munge.socket
@@ -121,7 +126,7 @@ MpiDefault=none
 SwitchType=switch/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName=n[1-4] NodeHostname=$host NodeAddr=127.0.0.1 Port=17001-17004 CPUs=4 State=UNKNOWN
+NodeName=n[1-4] NodeHostname=$host NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 4)) CPUs=4 State=UNKNOWN
 PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 EOF
 	export SLURM_CONF="$dir/slurm.conf"

@@ -18,6 +18,7 @@ const (
 	FlagImplicit         = flagImplicit
 	FlagUndeferred       = flagUndeferred
 	TaskKindField        = taskKind
+	ThreadTeamField      = thrTeam
 )
 
 // KnownLayouts returns the table of known layouts; SetKnownLayouts

@@ -195,7 +195,15 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 			if c := th.ICV; c != nil {
 				assert.Equal(t, c.Dynamic, icv(omprt.ICVDynVar).Int == 1, "dyn-var")
 				sched := task(omprt.ICVRunSchedVar)
-				assert.EqualValues(t, c.ScheduleKind&0x7fffffff, sched.Int, "run-sched-var kind")
+				assert.EqualValues(t, c.ScheduleKind&0x7fffffff, sched.Int&0x7fffffff, "run-sched-var kind")
+				assert.Equal(t, c.ScheduleMonotonic, sched.Int&0x80000000 != 0, "run-sched-var monotonic bit")
+				// Its text is kind and chunk, as for LLVM's runtime.
+				text := map[int]string{1: "static", 2: "dynamic", 3: "guided", 4: "auto"}[c.ScheduleKind&0x7fffffff] + fmt.Sprintf(",%d", c.ScheduleChunk)
+				if c.ScheduleMonotonic {
+					text = "monotonic:" + text
+				}
+				assert.True(t, sched.HasText)
+				assert.Equal(t, text, sched.Text, "run-sched-var text")
 				td, err := r.Task(d.Task)
 				require.NoError(t, err)
 				assert.Equal(t, c.ScheduleChunk, td.Schedule.Chunk, "run-sched-var chunk")
@@ -411,4 +419,58 @@ func TestNoLibgomp(t *testing.T) {
 	require.ErrorIs(t, err, omprt.ErrNoRuntime)
 	var te *target.LookupError
 	_ = errors.As(err, &te)
+}
+
+// teamJunkCore is a real core in which one thread's team pointer reads as
+// the address of its own gomp_thread: a thread caught between states, as a
+// worker is while it copies its team state.
+type teamJunkCore struct {
+	*core.Core
+	at uint64 // the address of the thread's ts.team
+}
+
+func (c *teamJunkCore) ReadMemory(buf []byte, addr uint64) error {
+	if err := c.Core.ReadMemory(buf, addr); err != nil {
+		return err
+	}
+	for i := uint64(0); i < 8; i++ {
+		if a := c.at + i; a >= addr && a < addr+uint64(len(buf)) {
+			buf[a-addr] = byte((c.at - 16) >> (8 * i))
+		}
+	}
+	return nil
+}
+
+// TestOneThreadInTransit: on the known-layout path, one thread whose team
+// state does not decode gets its own error; the layout is still confirmed
+// by the others, which answer.
+func TestOneThreadInTransit(t *testing.T) {
+	s := setups()[len(setups())-1]
+	stop := fixtures.CoreWith(t, s.info(t), fixtures.NestedExit)
+	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	require.NoError(t, err)
+	defer c.Close()
+	r, err := gomp.Open(c)
+	require.NoError(t, err)
+	refs, err := r.Threads()
+	require.NoError(t, err)
+	require.Len(t, refs, len(stop.Truth.Threads))
+	bad := refs[len(refs)-1]
+	off := gomp.KnownLayouts()[0].Fields[gomp.ThreadTeamField].Off
+	require.EqualValues(t, 16, off, "the junk written is the thread's own address")
+	jc := &teamJunkCore{Core: c, at: bad.Addr + off}
+	r, err = gomp.Open(jc)
+	require.NoError(t, err, "one thread in transit does not refuse the layout")
+	require.Equal(t, omprt.LayoutKnownTable, r.Info().Layout)
+	for _, ref := range refs {
+		d, err := r.Thread(ref)
+		require.NoError(t, err)
+		if ref == bad {
+			assert.ErrorIs(t, d.RegionErr, omprt.ErrCorrupt, "the thread in transit")
+			continue
+		}
+		require.NoError(t, d.Err)
+		assert.NoError(t, d.RegionErr, "thread %d", ref.ID)
+		assert.NoError(t, d.NumErr, "thread %d", ref.ID)
+	}
 }

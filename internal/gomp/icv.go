@@ -1,7 +1,6 @@
 package gomp
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -105,7 +104,11 @@ func (r *Runtime) taskValue(ref omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 		if d.ScheduleErr != nil {
 			return omprt.Value{}, d.ScheduleErr
 		}
-		return omprt.Value{Int: int64(s.Kind), Text: scheduleText(s)}, nil
+		k := int64(s.Kind)
+		if s.Monotonic {
+			k |= 0x80000000 // omp_sched_monotonic, as omp_get_schedule gives it
+		}
+		return omprt.Value{Int: k, Text: s.String(), HasText: true}, nil
 	case omprt.ICVNthreadsVar:
 		n := int64(v.F(f(taskNthreads, icvNthreads)))
 		return r.listValue(n, "gomp_nthreads_var_list", 8, level)
@@ -135,20 +138,6 @@ func boolValue(b bool) omprt.Value {
 		return omprt.Value{Int: 1}
 	}
 	return omprt.Value{}
-}
-
-// scheduleText writes a schedule as package ompd's Schedule does.
-func scheduleText(s omprt.Schedule) string {
-	names := map[int]string{1: "static", 2: "dynamic", 3: "guided", 4: "auto"}
-	n, ok := names[s.Kind]
-	if !ok {
-		n = "ScheduleKind(" + strconv.Itoa(s.Kind) + ")"
-	}
-	p := ""
-	if s.Monotonic {
-		p = "monotonic:"
-	}
-	return fmt.Sprintf("%s%s,%d", p, n, s.Chunk)
 }
 
 // listValue is a list ICV (nthreads-var, bind-var): the task's value, then

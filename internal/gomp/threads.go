@@ -1,6 +1,7 @@
 package gomp
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -192,6 +193,14 @@ func (r *Runtime) readThread(ot target.Thread) (*thread, error) {
 	th.level = v.F(l.f(thrLevel))
 	th.activeLevel = v.F(l.f(thrActiveLevel))
 	th.omp = th.team != 0 || th.task != 0 || th.pool != 0
+	// A thread leaving libgomp (a nested team's worker after its team
+	// ended, a pool thread told to exit) clears its pool and task but
+	// keeps its last team state, which names a team already freed: it is
+	// no OpenMP thread any more. A team member always has a task, and a
+	// starting worker sets its pool before its team state.
+	if th.task == 0 && th.pool == 0 && th.team != 0 {
+		th.omp = false
+	}
 	if !th.omp {
 		return th, nil
 	}
@@ -348,36 +357,85 @@ func (r *Runtime) Thread(ref omprt.ThreadRef) (*omprt.ThreadData, error) {
 	return d, nil
 }
 
-// sanity checks the layout on the live threads: every OpenMP thread's
-// nest and task must be consistent.
+// sanity checks the layout on the live threads. A thread confirms it
+// when its nest and task decode consistently and its innermost team's
+// ordered_release slot points back at it (libgomp's own cross-link, which
+// a wrong layout cannot fake); a thread that does not decode contradicts
+// it. One thread caught between states (a worker copying its team state,
+// say) must not refuse the runtime, so the layout fails only when no
+// thread confirms it or more threads contradict than confirm it; the
+// others keep their own errors.
 func (r *Runtime) sanity() error {
 	s := r.getStop()
 	if s.err != nil {
 		return s.err
 	}
-	seen := 0
+	confirmed, failed := 0, 0
+	var first error
 	for _, ref := range s.threads {
-		d := s.recs[ref]
-		if d.Err != nil {
-			return fmt.Errorf("thread %d: %w", ref.ID, d.Err)
-		}
-		th := s.raw[ref]
-		if th.chainErr != nil {
-			return fmt.Errorf("thread %d: %w", ref.ID, th.chainErr)
-		}
-		if th.task != 0 {
-			kind, err := r.mem.Uint(th.task+r.lay.f(taskKind).Off, 4, "gomp_task.kind")
-			if err != nil {
-				return fmt.Errorf("thread %d: %w", ref.ID, err)
-			}
-			if kind > kindDetached {
-				return fmt.Errorf("thread %d: task %#x of kind %d", ref.ID, th.task, kind)
+		err := r.confirm(s, ref)
+		switch {
+		case err == nil:
+			confirmed++
+		case errors.Is(err, errNothingToConfirm):
+		default:
+			failed++
+			if first == nil {
+				first = fmt.Errorf("thread %d: %w", ref.ID, err)
 			}
 		}
-		seen++
 	}
-	if seen == 0 && len(s.threads) > 0 {
-		return fmt.Errorf("no thread could be read")
+	if failed > 0 && failed >= confirmed {
+		return fmt.Errorf("%d of %d threads contradict it, %d confirm it; %w", failed, len(s.threads), confirmed, first)
+	}
+	return nil
+}
+
+// errNothingToConfirm: the thread is in no team and has no task.
+var errNothingToConfirm = errors.New("nothing to confirm")
+
+// confirm checks one thread against the layout.
+func (r *Runtime) confirm(s *stop, ref omprt.ThreadRef) error {
+	if d := s.recs[ref]; d.Err != nil {
+		return d.Err
+	}
+	th := s.raw[ref]
+	if th.idle {
+		return errNothingToConfirm
+	}
+	if th.chainErr != nil {
+		return th.chainErr
+	}
+	if th.task == 0 && th.team == 0 {
+		return errNothingToConfirm
+	}
+	if th.task != 0 {
+		kind, err := r.mem.Uint(th.task+r.lay.f(taskKind).Off, 4, "gomp_task.kind")
+		if err != nil {
+			return err
+		}
+		if kind > kindDetached {
+			return fmt.Errorf("task %#x of kind %d", th.task, kind)
+		}
+	}
+	if th.team == 0 {
+		return nil
+	}
+	l := r.lay
+	slots, err := r.mem.Ptr(th.team+l.f(teamOrderedRelease).Off, "gomp_team.ordered_release")
+	if err != nil {
+		return err
+	}
+	slot, err := r.mem.Ptr(slots+th.teamID*8, "gomp_team.ordered_release[]")
+	if err != nil {
+		return err
+	}
+	want := th.addr + l.f(thrRelease).Off
+	if th.teamID == 0 {
+		want = th.team + l.f(teamMasterRelease).Off
+	}
+	if slot != want {
+		return fmt.Errorf("team %#x: ordered_release[%d] is %#x, not the thread's release semaphore %#x", th.team, th.teamID, slot, want)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package kmp
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 )
@@ -292,8 +291,7 @@ const (
 	schedStaticSteal = 102
 )
 
-var schedNames = map[int]string{schedStatic: "static", schedDynamic: "dynamic", schedGuided: "guided",
-	schedAuto: "auto", schedTrapezoidal: "trapezoidal", schedStaticSteal: "static_steal"}
+var schedNames = omprt.ScheduleNames
 
 // decodeSchedule maps the runtime's sched_type and chunk to what
 // omp_get_schedule reports (kmp_runtime.cpp, __kmp_get_schedule).
@@ -322,29 +320,11 @@ func decodeSchedule(raw, chunk int64) omprt.Schedule {
 	return s
 }
 
-// scheduleString writes a schedule as "[monotonic:|nonmonotonic:]kind,chunk".
-func scheduleString(s omprt.Schedule) string {
-	var b strings.Builder
-	if s.Monotonic {
-		b.WriteString("monotonic:")
-	} else if s.Nonmonotonic {
-		b.WriteString("nonmonotonic:")
-	}
-	if n, ok := schedNames[s.Kind]; ok {
-		b.WriteString(n)
-	} else {
-		b.WriteString("ScheduleKind(" + strconv.Itoa(s.Kind) + ")")
-	}
-	b.WriteByte(',')
-	b.WriteString(strconv.Itoa(s.Chunk))
-	return b.String()
-}
-
 // libompdSchedule is run-sched-var as LLVM's libompd writes it: empty for
 // an unknown kind.
 func libompdSchedule(s omprt.Schedule) string {
 	if s.Kind == 0 {
 		return ""
 	}
-	return scheduleString(s)
+	return s.String()
 }

@@ -57,6 +57,7 @@ package omprt
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/ompd-go/ompd/target"
 )
@@ -183,6 +184,29 @@ type Schedule struct {
 	Chunk                   int
 	Monotonic, Nonmonotonic bool
 	Raw                     int // the runtime's own encoding
+}
+
+// ScheduleNames names the schedule kinds (omp_sched_t, and LLVM's
+// trapezoidal and static_steal).
+var ScheduleNames = map[int]string{1: "static", 2: "dynamic", 3: "guided", 4: "auto", 101: "trapezoidal", 102: "static_steal"}
+
+// String writes a schedule as run-sched-var's text, the same for every
+// runtime: "[monotonic:|nonmonotonic:]kind,chunk", e.g. "dynamic,7".
+func (s Schedule) String() string {
+	var b strings.Builder
+	if s.Monotonic {
+		b.WriteString("monotonic:")
+	} else if s.Nonmonotonic {
+		b.WriteString("nonmonotonic:")
+	}
+	if n, ok := ScheduleNames[s.Kind]; ok {
+		b.WriteString(n)
+	} else {
+		b.WriteString("ScheduleKind(" + strconv.Itoa(s.Kind) + ")")
+	}
+	b.WriteByte(',')
+	b.WriteString(strconv.Itoa(s.Chunk))
+	return b.String()
 }
 
 // TaskData is a task decoded at one stop.

@@ -105,6 +105,10 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 	refs, err := r.Threads()
 	require.NoError(t, err)
 	require.Len(t, refs, len(truth.Threads), "one OpenMP thread per program thread")
+	for _, tid := range truth.Exiting {
+		_, err := r.ThreadByOS(omprt.IDLWP, uint64(tid))
+		assert.ErrorIs(t, err, omprt.ErrUnavailable, "thread %d left OpenMP: no OpenMP thread", tid)
+	}
 	for i := range truth.Threads {
 		th := &truth.Threads[i]
 		t.Run(fmt.Sprintf("tid%d", th.TID), func(t *testing.T) {

@@ -207,6 +207,18 @@ func icvInt(v omprt.Value, err error, id ICV) (int64, error) {
 	return v.Int, nil
 }
 
+// icvList is the whole list of a list-valued ICV, element by element.
+func icvList[E ~int](v omprt.Value, err error) ([]E, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]E, len(v.List))
+	for i, n := range v.List {
+		out[i] = E(n)
+	}
+	return out, nil
+}
+
 // icvText is the value of an ICV as text.
 func icvText(v omprt.Value, err error) (string, error) {
 	if err != nil {
@@ -251,15 +263,7 @@ func (t Thread) ICVString(id ICV) (string, error) { return icvText(t.as.icv(t.sc
 // the next parallel region it starts, then for each region nested below it.
 // The first element is what omp_get_max_threads returns in the thread.
 func (t Thread) NthreadsList() ([]int, error) {
-	v, err := t.as.icv(t.scope(), ICVNthreadsVar)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, len(v.List))
-	for i, n := range v.List {
-		out[i] = int(n)
-	}
-	return out, nil
+	return icvList[int](t.as.icv(t.scope(), ICVNthreadsVar))
 }
 
 // MaxThreads returns the thread's omp_get_max_threads (ompd_get_max_threads):
@@ -396,13 +400,5 @@ const (
 // the next parallel region, then for each nested below it. The first
 // element is what omp_get_proc_bind returns in the task.
 func (t Task) ProcBind() ([]ProcBind, error) {
-	v, err := t.as.icv(t.scope(), ICVBindVar)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ProcBind, len(v.List))
-	for i, v := range v.List {
-		out[i] = ProcBind(v)
-	}
-	return out, nil
+	return icvList[ProcBind](t.as.icv(t.scope(), ICVBindVar))
 }

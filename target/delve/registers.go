@@ -2,10 +2,8 @@ package delve
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 
-	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -41,26 +39,12 @@ func (t *Target) ThreadRegisters(tid uint64) (target.Registers, error) {
 // UnwindFrame unwinds one frame with the call-frame information of the
 // process's objects (target.FrameUnwinder).
 func (t *Target) UnwindFrame(regs target.Registers, caller bool) (target.Registers, uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return target.Registers{}, 0, err
-	}
-	return unwind.Step(s, lockedMemory{t}, binary.LittleEndian, regs, caller)
+	return t.look.UnwindFrame(regs, caller)
 }
 
 // LocateCode names the object, function, and source file and line of the
 // code at pc (target.CodeLocator).
-func (t *Target) LocateCode(pc uint64) (target.CodeLocation, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return target.CodeLocation{}, err
-	}
-	return s.LocateCode(pc)
-}
+func (t *Target) LocateCode(pc uint64) (target.CodeLocation, error) { return t.look.LocateCode(pc) }
 
 var (
 	_ target.RegisterReader = (*Target)(nil)

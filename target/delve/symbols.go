@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/ompd-go/ompd/internal/objfile"
-	"github.com/ompd-go/ompd/target"
 )
 
 // image is one object file Delve lists as loaded (Images), opened with
@@ -65,18 +64,10 @@ func (t *Target) setLocked() (*objfile.Set, error) {
 // first, then the libraries in load order; in an object a global definition
 // wins over a local one). A missing symbol is a *target.LookupError wrapping
 // target.ErrNotFound.
-func (t *Target) LookupSymbol(name string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.lookupSymbolLocked(name)
-}
+func (t *Target) LookupSymbol(name string) (uint64, error) { return t.look.LookupSymbol(name) }
 
 func (t *Target) lookupSymbolLocked(name string) (uint64, error) {
-	s, err := t.setLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "symbol", Name: name, Err: err}
-	}
-	return s.Lookup(name)
+	return t.look.LookupSymbolLocked(name)
 }
 
 // LookupThreadLocal returns the address of thread tid's instance of the
@@ -85,67 +76,29 @@ func (t *Target) lookupSymbolLocked(name string) (uint64, error) {
 // An unknown thread wraps target.ErrNoThread; a variable the thread has no
 // storage for yet wraps target.ErrNoMemory.
 func (t *Target) LookupThreadLocal(tid uint64, name string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	tp, err := t.threadPointerLocked(tid)
-	if err != nil {
-		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
-	}
-	s, err := t.setLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
-	}
-	return s.LookupThreadLocal(lockedMemory{t}, tp, name)
+	return t.look.LookupThreadLocal(tid, name)
 }
 
 // TypeSize returns the size of the named C type from the DWARF of the
 // loaded objects (the first that defines it completely).
-func (t *Target) TypeSize(typeName string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "type", Name: typeName, Err: err}
-	}
-	return s.TypeSize(typeName)
-}
+func (t *Target) TypeSize(typeName string) (uint64, error) { return t.look.TypeSize(typeName) }
 
 // FieldOffset returns the byte offset of the named member of the named C
 // struct or union type, from the DWARF of the loaded objects; field may be
 // a dotted path.
 func (t *Target) FieldOffset(typeName, field string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
-	}
-	return s.FieldOffset(typeName, field)
+	return t.look.FieldOffset(typeName, field)
 }
 
 // BitField returns the bit position and width of the named member of the
 // named struct type (target.BitFieldLocator).
 func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
-	}
-	return s.BitField(typeName, field)
+	return t.look.BitField(typeName, field)
 }
 
 // SymbolAt returns the name of the function symbol containing addr, in the
 // loaded object whose segments cover it (target.Symbolizer).
-func (t *Target) SymbolAt(addr uint64) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.setLocked()
-	if err != nil {
-		return "", false
-	}
-	return s.SymbolAt(addr)
-}
+func (t *Target) SymbolAt(addr uint64) (string, bool) { return t.look.SymbolAt(addr) }
 
 // ImageInfo describes an object loaded in the process.
 type ImageInfo struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-delve/delve/pkg/proc"
 
 	"github.com/ompd-go/ompd/internal/errjoin"
+	"github.com/ompd-go/ompd/internal/liveobj"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/pagecache"
 	"github.com/ompd-go/ompd/target"
@@ -61,6 +62,8 @@ type Target struct {
 	linkMap  []objfile.LinkMapEntry   // the dynamic linker's list when set was made
 	objs     map[imageKey]*image
 	objOpts  []objfile.Option // how objects find separate debug files
+
+	look liveobj.Lookups // the lookups answered from set
 }
 
 // New wraps an open, stopped Delve target so that ompd-go can read it. The
@@ -92,7 +95,9 @@ func New(t *proc.Target, opts ...Option) (*Target, error) {
 }
 
 func newTarget(t *proc.Target, objOpts []objfile.Option) *Target {
-	return &Target{dt: t, objs: make(map[imageKey]*image), objOpts: objOpts}
+	tg := &Target{dt: t, objs: make(map[imageKey]*image), objOpts: objOpts}
+	tg.look = liveobj.Lookups{Mu: &tg.mu, Objects: tg.setLocked, Memory: lockedMemory{tg}, ThreadPointer: tg.threadPointerLocked}
+	return tg
 }
 
 // Delve returns the underlying Delve target. Use it only while no Target

@@ -276,6 +276,15 @@ func (t *Target) openExact(name string, bias uint64, path string) *image {
 	return im
 }
 
+// setLocked returns the object set of this stop.
+func (t *Target) setLocked() (*objfile.Set, error) {
+	o, err := t.objectsLocked()
+	if err != nil {
+		return nil, err
+	}
+	return o.set, nil
+}
+
 // exeName is the program's path as its command line gives it.
 func (t *Target) exeName() string {
 	f := strings.Fields(t.stop.cmdline)
@@ -288,79 +297,33 @@ func (t *Target) exeName() string {
 // LookupSymbol returns the run-time address of the symbol called name,
 // global or local, from the executable or a loaded library (executable
 // first, then the libraries in load order).
-func (t *Target) LookupSymbol(name string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "symbol", Name: name, Err: err}
-	}
-	return o.set.Lookup(name)
-}
+func (t *Target) LookupSymbol(name string) (uint64, error) { return t.look.LookupSymbol(name) }
 
 // LookupThreadLocal returns the address of thread tid's instance of the
 // thread-local variable called name (see objfile.Set.LookupThreadLocal).
 func (t *Target) LookupThreadLocal(tid uint64, name string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	tp, err := t.threadPointerLocked(tid)
-	if err != nil {
-		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
-	}
-	o, err := t.objectsLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
-	}
-	return o.set.LookupThreadLocal(lockedMemory{t}, tp, name)
+	return t.look.LookupThreadLocal(tid, name)
 }
 
 // TypeSize returns the size of the named C type from the loaded objects'
 // DWARF.
-func (t *Target) TypeSize(typeName string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "type", Name: typeName, Err: err}
-	}
-	return o.set.TypeSize(typeName)
-}
+func (t *Target) TypeSize(typeName string) (uint64, error) { return t.look.TypeSize(typeName) }
 
 // FieldOffset returns the byte offset of the named member of the named C
 // struct or union type.
 func (t *Target) FieldOffset(typeName, field string) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
-	}
-	return o.set.FieldOffset(typeName, field)
+	return t.look.FieldOffset(typeName, field)
 }
 
 // BitField returns the bit position and width of the named member of the
 // named struct type (target.BitFieldLocator).
 func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return 0, 0, &target.LookupError{Kind: "field", Name: typeName + "." + field, Err: err}
-	}
-	return o.set.BitField(typeName, field)
+	return t.look.BitField(typeName, field)
 }
 
 // SymbolAt returns the name of the function symbol containing addr
 // (target.Symbolizer).
-func (t *Target) SymbolAt(addr uint64) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return "", false
-	}
-	return o.set.SymbolAt(addr)
-}
+func (t *Target) SymbolAt(addr uint64) (string, bool) { return t.look.SymbolAt(addr) }
 
 // Images lists the objects loaded in the process at this stop: the
 // executable first, then the libraries, with the local file used for each

@@ -1,11 +1,9 @@
 package delverpc
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
-	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -34,26 +32,12 @@ func (t *Target) ThreadRegisters(tid uint64) (target.Registers, error) {
 // UnwindFrame unwinds one frame with the call-frame information of the
 // process's objects, read locally (target.FrameUnwinder).
 func (t *Target) UnwindFrame(regs target.Registers, caller bool) (target.Registers, uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return target.Registers{}, 0, err
-	}
-	return unwind.Step(o.set, lockedMemory{t}, binary.LittleEndian, regs, caller)
+	return t.look.UnwindFrame(regs, caller)
 }
 
 // LocateCode names the object, function, and source file and line of the
 // code at pc (target.CodeLocator).
-func (t *Target) LocateCode(pc uint64) (target.CodeLocation, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.objectsLocked()
-	if err != nil {
-		return target.CodeLocation{}, err
-	}
-	return o.set.LocateCode(pc)
-}
+func (t *Target) LocateCode(pc uint64) (target.CodeLocation, error) { return t.look.LocateCode(pc) }
 
 var (
 	_ target.RegisterReader = (*Target)(nil)

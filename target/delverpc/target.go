@@ -15,6 +15,7 @@ import (
 	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
 
+	"github.com/ompd-go/ompd/internal/liveobj"
 	"github.com/ompd-go/ompd/internal/pagecache"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
@@ -111,6 +112,8 @@ type Target struct {
 	regs    map[uint64]target.Registers
 	objs    *objects // nil until loaded in this stop
 	opened  map[imageKey]*image
+
+	look liveobj.Lookups // the lookups answered from objs
 }
 
 // stopInfo identifies a stop of the process, as far as the server's state
@@ -170,6 +173,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Target, error) {
 		return nil, fmt.Errorf("delverpc: %s: %w: start it with --accept-multiclient (this connection was its only client: the server ends with it)", addr, ErrNotMulticlient)
 	}
 	t := &Target{c: c, cfg: cfg, opened: make(map[imageKey]*image)}
+	t.look = liveobj.Lookups{Mu: &t.mu, Objects: t.setLocked, Memory: lockedMemory{t}, ThreadPointer: t.threadPointerLocked}
 	if _, err := t.Update(ctx); err != nil && !errors.Is(err, ErrRunning) {
 		t.Close()
 		return nil, err

@@ -106,9 +106,8 @@ var (
 	ErrWriteFailed = omprt.ErrWriteFailed
 	// ErrCorrupt: runtime memory is inconsistent (a cycle in a list that
 	// must end, an absurd count, a pointer that must not be null). OMPD
-	// has no code for it; it also matches ErrReadFailed's sibling
-	// ompd_rc_error in spirit and is reported instead of looping or
-	// allocating without bound.
+	// has no code of its own for it (libompd would answer ompd_rc_error);
+	// it is reported instead of looping or allocating without bound.
 	ErrCorrupt = omprt.ErrCorrupt
 )
 

@@ -26,7 +26,10 @@ type Parallel struct {
 // AddressSpace returns the address space the handle belongs to.
 func (p Parallel) AddressSpace() *AddressSpace { return p.as }
 
-// Team returns the address of the runtime's kmp_team_t behind the region.
+// Team returns the address of the runtime structure behind the region
+// (LLVM's kmp_team_t; libgomp's gomp_team). With the region's level it
+// identifies the region; a serialized or outermost region may stand on
+// another structure of the runtime's.
 func (p Parallel) Team() uint64 { return p.ref.Addr }
 
 // Equal reports whether p and q are the same region of the same address

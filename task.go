@@ -24,7 +24,8 @@ type Task struct {
 // AddressSpace returns the address space the handle belongs to.
 func (t Task) AddressSpace() *AddressSpace { return t.as }
 
-// Addr returns the address of the runtime's kmp_taskdata_t for the task.
+// Addr returns the address of the runtime's structure for the task
+// (LLVM's kmp_taskdata_t; libgomp's gomp_task).
 func (t Task) Addr() uint64 { return t.ref.Addr }
 
 // Equal reports whether t and u are the same task of the same address space

@@ -3,7 +3,8 @@ package ompd
 import "github.com/ompd-go/ompd/internal/omprt"
 
 // Thread is an OpenMP thread (ompd_thread_handle_t): one entry of the
-// runtime's thread table (a kmp_info_t). The zero Thread is not a thread;
+// runtime's threads (a kmp_info_t in LLVM's libomp, a gomp_thread in GCC's
+// libgomp). The zero Thread is not a thread;
 // its methods fail with ErrBadInput.
 //
 // Threads are comparable with == and usable as map keys; two handles are
@@ -13,11 +14,13 @@ type Thread struct {
 	ref omprt.ThreadRef
 }
 
-// GTID returns the runtime's global thread id (the index in its thread
-// table; 0 is the initial thread).
+// GTID returns the runtime's global thread id: for LLVM's libomp the index
+// in its thread table (0 is the initial thread); for libgomp, which has no
+// such id, a number stable for the thread's life.
 func (t Thread) GTID() int { return int(t.ref.ID) }
 
-// Addr returns the address of the runtime's kmp_info_t for the thread.
+// Addr returns the address of the runtime's structure for the thread
+// (LLVM's kmp_info_t; libgomp's thread-local gomp_thread data).
 func (t Thread) Addr() uint64 { return t.ref.Addr }
 
 // AddressSpace returns the address space the handle belongs to.

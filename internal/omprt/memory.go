@@ -75,6 +75,14 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 		off := addr - first
 		return p[off : off+uint64(n) : off+uint64(n)], nil
 	}
+	off := addr - first
+	m.mu.RLock()
+	p := m.pages[first]
+	m.mu.RUnlock()
+	if uint64(cap(p)) >= off+uint64(n) {
+		// The pages were read together: no copy.
+		return p[off : off+uint64(n) : off+uint64(n)], nil
+	}
 	if err := m.fill(first, last); err != nil {
 		return m.direct(addr, n)
 	}
@@ -157,7 +165,7 @@ func (m *Memory) fill(first, last uint64) error {
 		}
 		for k := i; k < j; k++ {
 			off := (k - i) * PageSize
-			m.store(missing[k], buf[off:off+PageSize:off+PageSize])
+			m.store(missing[k], buf[off:off+PageSize])
 		}
 		i = j
 	}
@@ -317,8 +325,9 @@ const maxPrefetchGap = 2
 // Prefetch reads the pages of the given ranges that are not cached yet,
 // joining neighbouring pages into few target reads: a runtime's
 // per-thread structures, allocated one after the other, then cost a read
-// per run instead of one per thread. Pages the target cannot read in a
-// run are left to Read, which reads them one by one.
+// per run instead of one per thread. Only the wanted pages of a run are
+// kept. Pages the target cannot read in a run are left to Read, which
+// reads them one by one.
 func (m *Memory) Prefetch(addrs []uint64, size uint64) {
 	if size == 0 || size > MaxRead {
 		return
@@ -338,26 +347,56 @@ func (m *Memory) Prefetch(addrs []uint64, size uint64) {
 	m.mu.RUnlock()
 	slices.Sort(pages)
 	pages = slices.Compact(pages)
+	var scratch []byte
 	for i := 0; i < len(pages); {
 		j := i + 1
 		for j < len(pages) && pages[j]-pages[j-1] <= (maxPrefetchGap+1)*PageSize && (pages[j]-pages[i])/PageSize < maxPrefetchRun {
 			j++
 		}
-		if !m.readRun(pages[i], pages[j-1]) {
-			// A page between two wanted ones is not mapped: read the
-			// runs of adjacent wanted pages alone.
-			for k := i; k < j; {
-				l := k + 1
-				for l < j && pages[l] == pages[l-1]+PageSize {
-					l++
-				}
-				if l-k < j-i {
+		if j-i == 1 || pages[j-1]-pages[i] == uint64(j-i-1)*PageSize {
+			m.readRun(pages[i], pages[j-1]) // no gap: nothing to drop
+		} else {
+			n := int(pages[j-1]-pages[i]) + PageSize
+			if cap(scratch) < n {
+				scratch = make([]byte, n)
+			}
+			if err := m.T.ReadMemory(scratch[:n], pages[i]); err == nil {
+				m.keep(scratch[:n], pages[i], pages[i:j])
+			} else {
+				// A page between two wanted ones is not mapped: read
+				// the runs of adjacent wanted pages alone.
+				for k := i; k < j; {
+					l := k + 1
+					for l < j && pages[l] == pages[l-1]+PageSize {
+						l++
+					}
 					m.readRun(pages[k], pages[l-1])
+					k = l
 				}
-				k = l
 			}
 		}
 		i = j
+	}
+}
+
+// keep caches the wanted pages of run, read at first, in one allocation.
+// A page's slice extends to the end of the wanted pages adjacent to it, so
+// that Read can hand out a structure spanning them without copying.
+func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
+	buf := make([]byte, len(wanted)*PageSize)
+	for k := 0; k < len(wanted); {
+		l := k + 1
+		for l < len(wanted) && wanted[l] == wanted[l-1]+PageSize {
+			l++
+		}
+		lo, hi := k*PageSize, l*PageSize
+		src := int(wanted[k] - first)
+		copy(buf[lo:hi], run[src:src+hi-lo])
+		for x := k; x < l; x++ {
+			off := x * PageSize
+			m.store(wanted[x], buf[off:off+PageSize:hi])
+		}
+		k = l
 	}
 }
 
@@ -369,7 +408,7 @@ func (m *Memory) readRun(first, last uint64) bool {
 	}
 	for pg := first; pg <= last; pg += PageSize {
 		off := pg - first
-		m.store(pg, buf[off:off+PageSize:off+PageSize])
+		m.store(pg, buf[off:off+PageSize])
 	}
 	return true
 }

@@ -107,3 +107,37 @@ func TestErrors(t *testing.T) {
 	assert.Zero(t, allocs, "errors.Is allocates")
 	assert.ErrorIs(t, omprt.Errorf(omprt.ErrNoRuntime, "open"), omprt.ErrIncompatible)
 }
+
+// Prefetch keeps only the wanted pages of a run read through a gap, and a
+// structure spanning two wanted pages reads back whole, from the cache,
+// with the target's bytes.
+func TestPrefetchKeepsWantedPages(t *testing.T) {
+	const base = 0x200000
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 6*page))
+	want := make([]byte, 6*page)
+	for i := range want {
+		want[i] = byte(i*7 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	mem := omprt.NewMemory(tg)
+	// Structures over pages 0-1 and 4-5, pages 2-3 a gap read through.
+	addrs := []uint64{base + page - 100, base + 5*page - 100}
+	tg.ResetCounters()
+	mem.Prefetch(addrs, 200)
+	assert.Equal(t, int64(1), tg.Reads(), "one read through the gap")
+	tg.ResetCounters()
+	for _, a := range addrs {
+		b, err := mem.Read(a, 200)
+		require.NoError(t, err)
+		assert.Equal(t, want[a-base:a-base+200], b)
+		assert.Equal(t, 200, cap(b), "the caller cannot append into the cache")
+	}
+	b, err := mem.Read(base+page-100, page+200)
+	require.NoError(t, err)
+	assert.Equal(t, want[page-100:2*page+100], b, "across a wanted page into a gap page")
+	assert.Equal(t, int64(1), tg.Reads(), "only the gap page is read again")
+	b, err = mem.Read(base+2*page-100, 200)
+	require.NoError(t, err)
+	assert.Equal(t, want[2*page-100:2*page+100], b)
+}

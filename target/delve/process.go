@@ -569,11 +569,7 @@ func (p *Process) Detach(kill bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited != nil {
-		if !p.gone.Load() {
-			// Found dead (killed from outside) by a read: collect it.
-			p.killStoppedLocked()
-			p.setExitedLocked(p.exited)
-		}
+		p.collectLocked()
 		return nil
 	}
 	// Remove our breakpoints from the code first: Delve's Detach removes
@@ -602,17 +598,21 @@ func (p *Process) Kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited != nil {
-		if !p.gone.Load() {
-			// Found dead (killed from outside) by a read: collect it
-			// and let Delve forget it.
-			p.killStoppedLocked()
-			p.setExitedLocked(p.exited)
-		}
+		p.collectLocked()
 		return nil
 	}
 	p.killStoppedLocked()
 	p.setExitedLocked(&ExitError{Pid: p.pid, Status: -int(syscall.SIGKILL)})
 	return nil
+}
+
+// collectLocked collects a process that a read found dead (killed from
+// outside) and lets Delve forget it; once gone, it does nothing.
+func (p *Process) collectLocked() {
+	if !p.gone.Load() {
+		p.killStoppedLocked()
+		p.setExitedLocked(p.exited)
+	}
 }
 
 // killStoppedLocked kills the stopped, traced process and collects its

@@ -30,6 +30,7 @@ const (
 	stateCritical           = 0x042
 	stateAtomic             = 0x043
 	stateOrdered            = 0x044
+	stateOverhead           = 0x101
 )
 
 // maxFrames bounds each unwind.
@@ -89,6 +90,9 @@ var waits = map[string]int64{
 	"GOMP_single_copy_start": stateBarrierWorkshare, "GOMP_single_copy_end": stateBarrierWorkshare,
 	"GOMP_parallel_end": stateBarrierImplicitPar, "gomp_team_end": stateBarrierImplicitPar,
 	"gomp_team_barrier_wait_final": stateBarrierImplicitPar,
+	// A primary thread forming a team: allocating it, creating its
+	// threads, waiting for them at the team's start.
+	"gomp_team_start": stateOverhead,
 }
 
 // tailWaits are internal functions that exported ones tail-call, so that
@@ -202,12 +206,15 @@ func (r *Runtime) inferState(th *thread, st unwind.Stack, frames []frameInfo) (i
 		}
 	}
 	// A worker whose libgomp frames reach its thread's start, waiting in
-	// a team barrier: the region's body returned, this is the barrier
+	// its team's barrier: the region's body returned, this is the barrier
 	// that ends it (gomp_thread_start calls gomp_team_barrier_wait_final
 	// after the outlined function). Idle workers were told apart before.
+	// gomp_barrier_wait_end there is no such certainty: a nested team's
+	// worker waits in it both before its body (the team's start) and
+	// after (gomp_barrier_wait_last), so it stays unknown below.
 	if st.Complete() && reachesStart(frames, end) {
 		for _, f := range run {
-			if f.function == "gomp_team_barrier_wait_end" || f.function == "gomp_barrier_wait_end" {
+			if f.function == "gomp_team_barrier_wait_end" {
 				return stateBarrierImplicitPar, 0, nil
 			}
 		}

@@ -1,0 +1,38 @@
+package gomp
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/unwind"
+)
+
+// TestInferTransitions checks the states read from stacks a fixture cannot
+// stop in on purpose (the frames as a debug build of libgomp names them,
+// seen on real cores of a nested program): a primary forming its team,
+// and a nested worker in gomp_barrier_wait_end, which it waits in both
+// before its region's body and after it.
+func TestInferTransitions(t *testing.T) {
+	sys := func(f string) frameInfo { return frameInfo{where: inSystem, function: f} }
+	gomp := func(f string) frameInfo { return frameInfo{where: inLibgomp, function: f} }
+	user := func(f string) frameInfo { return frameInfo{where: inUser, function: f} }
+	infer := func(frames ...frameInfo) (int64, error) {
+		st := unwind.Stack{Frames: make([]unwind.Frame, len(frames)), End: unwind.ErrOutermost}
+		s, _, err := (&Runtime{}).inferState(&thread{level: 2}, st, frames)
+		return s, err
+	}
+	s, err := infer(sys("clone3"), sys("create_thread"), sys("pthread_create"), gomp("gomp_team_start"), gomp("GOMP_parallel"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
+	require.NoError(t, err)
+	assert.EqualValues(t, stateOverhead, s, "creating its team's threads")
+	s, err = infer(gomp("gomp_barrier_wait_end"), gomp("gomp_team_start"), gomp("GOMP_parallel"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
+	require.NoError(t, err)
+	assert.EqualValues(t, stateOverhead, s, "waiting for its team's threads to start")
+	_, err = infer(gomp("gomp_barrier_wait_end"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
+	assert.ErrorIs(t, err, omprt.ErrUnavailable, "a nested worker at its team's start or last barrier")
+	s, err = infer(gomp("gomp_team_barrier_wait_end"), gomp("gomp_team_barrier_wait_final"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
+	require.NoError(t, err)
+	assert.EqualValues(t, stateBarrierImplicitPar, s, "a worker at the barrier ending its region")
+}

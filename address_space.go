@@ -193,13 +193,14 @@ type ControlVar struct {
 	// because the runtime's own record of it is wrong (see
 	// DisplayControlVars); RuntimeRaw is then the runtime's line.
 	Corrected  bool   `json:"corrected"`
-	RuntimeRaw string `json:"runtime_raw,omitempty"`
+	RuntimeRaw string `json:"runtime_raw,omitempty"` // see Corrected
 	// Stale tells that the value is the runtime's start-up text, which
 	// no runtime state confirms: the program may run with another value
 	// (the runtime recorded it before reading the environment).
 	Stale bool `json:"stale"`
 }
 
+// String returns the variable's line, NAME='value' (Raw).
 func (c ControlVar) String() string { return c.Raw }
 
 // DisplayControlVars returns the display control variables: what

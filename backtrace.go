@@ -30,7 +30,7 @@ type Frame struct {
 	// File and Line are the source position of the code (of the call
 	// instruction for callers), "" and 0 without line information.
 	File string
-	Line int
+	Line int // see File
 	// Object is the loaded object holding the code.
 	Object string
 	// Inline lists the source-level frames at the frame's code when the
@@ -60,9 +60,9 @@ type Frame struct {
 
 // InlineFrame is one source-level frame of code with inlined calls.
 type InlineFrame struct {
-	Function string `json:"function,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
+	Function string `json:"function,omitempty"` // demangled, "" if unknown
+	File     string `json:"file,omitempty"`     // source file, "" if unknown
+	Line     int    `json:"line,omitempty"`     // source line, 0 if unknown
 }
 
 // BacktraceTask is one task of a thread's task chain as a backtrace places
@@ -391,20 +391,27 @@ func WithBacktraces(opts ...BacktraceOption) SnapshotOption {
 // FrameSnapshot is one frame of a thread's backtrace in a Snapshot (see
 // Frame).
 type FrameSnapshot struct {
-	Index    int    `json:"index"`
-	PC       uint64 `json:"pc"`
-	CFA      uint64 `json:"cfa,omitempty"`
+	// Index, PC and CFA are Frame's: the frame's position (0 innermost),
+	// code address and canonical frame address (0 if unknown).
+	Index int    `json:"index"`
+	PC    uint64 `json:"pc"`
+	CFA   uint64 `json:"cfa,omitempty"`
+	// Function is the demangled function name, "" if unknown.
 	Function string `json:"function,omitempty"`
 	// Symbol is the mangled ELF symbol when it differs from Function.
 	Symbol string `json:"symbol,omitempty"`
-	File   string `json:"file,omitempty"`
-	Line   int    `json:"line,omitempty"`
+	// File and Line are the source position, "" and 0 if unknown.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Object is the loaded object holding the code.
 	Object string `json:"object,omitempty"`
 	// Inline are the source-level frames when calls were inlined there
 	// (see Frame.Inline).
-	Inline        []InlineFrame `json:"inline,omitempty"`
-	Runtime       bool          `json:"runtime"`
-	InRuntimeCall bool          `json:"in_runtime_call,omitempty"`
+	Inline []InlineFrame `json:"inline,omitempty"`
+	// Runtime and InRuntimeCall are Frame's: code of the OpenMP
+	// runtime, and a frame inside a call its task made into the runtime.
+	Runtime       bool `json:"runtime"`
+	InRuntimeCall bool `json:"in_runtime_call,omitempty"`
 	// Task is the id of the task the frame belongs to (as in
 	// TaskSnapshot.ID), "" if none.
 	Task string `json:"task,omitempty"`
@@ -412,8 +419,10 @@ type FrameSnapshot struct {
 	Level int `json:"level"`
 	// Wait is what the frame's task waits in ("taskwait", "barrier",
 	// ...; see BacktraceTask.Wait), on the task's frames only.
-	Wait   string `json:"wait,omitempty"`
-	Folded int    `json:"folded,omitempty"`
+	Wait string `json:"wait,omitempty"`
+	// Folded is the number of runtime frames this frame stands for when
+	// the backtrace was folded (FoldRuntime), 0 otherwise.
+	Folded int `json:"folded,omitempty"`
 }
 
 // frames fills ts with th's backtrace.

@@ -89,6 +89,7 @@ func (i ICV) Scope() ScopeKind {
 	return ScopeKind(omprt.ICVTable[i].Scope)
 }
 
+// String returns the ICV's name, or ICV(n) for an unknown id.
 func (i ICV) String() string {
 	if n := i.Name(); n != "" {
 		return n
@@ -350,13 +351,15 @@ const monotonicBit = 0x80000000
 
 // Schedule is a run-sched-var value, as omp_get_schedule reports it.
 type Schedule struct {
-	Kind         ScheduleKind
-	Chunk        int  // 0 when unchunked
-	Monotonic    bool // the monotonic modifier is set
-	Nonmonotonic bool // the nonmonotonic modifier is set
-	Raw          int  // the runtime's internal sched_type value
+	Kind         ScheduleKind // the schedule kind without modifiers
+	Chunk        int          // 0 when unchunked
+	Monotonic    bool         // the monotonic modifier is set
+	Nonmonotonic bool         // the nonmonotonic modifier is set
+	Raw          int          // the runtime's internal sched_type value
 }
 
+// String returns the schedule in OMP_SCHEDULE's form, chunk included,
+// e.g. "monotonic:dynamic,7" or "static,0".
 func (s Schedule) String() string {
 	p := ""
 	if s.Monotonic {

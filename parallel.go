@@ -160,15 +160,17 @@ func (p Parallel) Function() (Function, error) {
 // Function is a code address with, when the target can tell, the symbol
 // it belongs to.
 type Function struct {
-	Addr   uint64
+	Addr   uint64 // the code address
 	Symbol string // the symbol containing Addr, "" if unknown
 	// File and Line are the source position of Addr, from the target's
 	// line tables when it has them (target.CodeLocator); "" and 0
 	// otherwise.
 	File string
-	Line int
+	Line int // see File
 }
 
+// String returns the symbol and address, e.g. "main._omp_fn.0 (0x401136)",
+// or the address alone when the symbol is unknown.
 func (f Function) String() string {
 	if f.Symbol != "" {
 		return fmt.Sprintf("%s (%#x)", f.Symbol, f.Addr)

@@ -21,33 +21,56 @@ type Snapshot struct {
 	RuntimeVersion string `json:"runtime_version,omitempty"`
 	// StatesInferred says the runtime records no thread states: each
 	// thread's state was inferred from its stack (see Thread.StateInferred).
-	StatesInferred bool             `json:"states_inferred,omitempty"`
-	OpenMPVersion  int              `json:"openmp_version"`
-	LayoutSource   string           `json:"layout_source"`
-	StateTracking  bool             `json:"state_tracking"`
-	Threads        []ThreadSnapshot `json:"threads"`
-	ICVs           []ICVValue       `json:"icvs"` // address-space ICVs
-	DisplayVars    []ControlVar     `json:"display_vars"`
-	Breakpoints    []Breakpoint     `json:"breakpoints"`
-	Errors         []string         `json:"errors,omitempty"`
+	StatesInferred bool `json:"states_inferred,omitempty"`
+	// OpenMPVersion is the OpenMP version the runtime implements
+	// (AddressSpace.OpenMPVersion, e.g. 201811).
+	OpenMPVersion int `json:"openmp_version"`
+	// LayoutSource says where the runtime's structure layout came from
+	// (RuntimeInfo.Layout as text).
+	LayoutSource string `json:"layout_source"`
+	// StateTracking says whether the runtime tracks thread states and
+	// task frames (AddressSpace.StateTracking).
+	StateTracking bool `json:"state_tracking"`
+	// Threads are the OpenMP threads, in AddressSpace.Threads order.
+	Threads []ThreadSnapshot `json:"threads"`
+	// ICVs are the address-space ICVs.
+	ICVs []ICVValue `json:"icvs"`
+	// DisplayVars are the display control variables
+	// (AddressSpace.DisplayControlVars).
+	DisplayVars []ControlVar `json:"display_vars"`
+	// Breakpoints are the runtime's OMPD breakpoint functions
+	// (AddressSpace.Breakpoints).
+	Breakpoints []Breakpoint `json:"breakpoints"`
+	// Errors lists, one line each, the answers that failed while the
+	// snapshot was taken; their fields hold zero values.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // ThreadSnapshot is one thread in a Snapshot.
 type ThreadSnapshot struct {
-	ID      string `json:"id"`
-	GTID    int    `json:"gtid"`
-	LWP     uint64 `json:"lwp,omitempty"`
+	// ID names the thread handle (Thread.String).
+	ID string `json:"id"`
+	// GTID is the runtime's global thread id (Thread.GTID).
+	GTID int `json:"gtid"`
+	// LWP is the kernel thread id, 0 if unknown (Thread.OSThread).
+	LWP uint64 `json:"lwp,omitempty"`
+	// Pthread is the thread's pthread_t (Thread.OSThread).
 	Pthread uint64 `json:"pthread"`
-	Num     int    `json:"thread_num"`
+	// Num is omp_get_thread_num in the innermost region (Thread.Num).
+	Num int `json:"thread_num"`
 	// Starting tells that the runtime is still starting the thread: it
 	// has not recorded its pthread id yet.
 	Starting bool `json:"starting,omitempty"`
 	// TeamNum and NumTeams place the thread in a host teams league
 	// (omp_get_team_num, omp_get_num_teams); zero outside any.
-	TeamNum  int    `json:"team_num,omitempty"`
-	NumTeams int    `json:"num_teams,omitempty"`
-	State    string `json:"state,omitempty"`
-	WaitID   uint64 `json:"wait_id,omitempty"`
+	TeamNum  int `json:"team_num,omitempty"`
+	NumTeams int `json:"num_teams,omitempty"`
+	// State is the thread's state name (Thread.State), "" when the
+	// runtime cannot tell.
+	State string `json:"state,omitempty"`
+	// WaitID is what the thread waits on (a lock, a barrier), for the
+	// states that wait on something.
+	WaitID uint64 `json:"wait_id,omitempty"`
 	// StateInferred says State was inferred (from the thread's stack,
 	// for libgomp), not recorded by the runtime.
 	StateInferred bool               `json:"state_inferred,omitempty"`
@@ -64,25 +87,42 @@ type ThreadSnapshot struct {
 
 // ParallelSnapshot is one region of a thread's region nest.
 type ParallelSnapshot struct {
-	ID          string `json:"id"`
-	Level       int    `json:"level"`
-	ActiveLevel int    `json:"active_level"`
-	NumThreads  int    `json:"num_threads"`
-	Function    string `json:"function,omitempty"`
-	FunctionPC  uint64 `json:"function_pc,omitempty"`
-	File        string `json:"file,omitempty"` // source of the function's entry
-	Line        int    `json:"line,omitempty"`
+	// ID names the region handle (Parallel.String).
+	ID string `json:"id"`
+	// Level and ActiveLevel are omp_get_level and omp_get_active_level
+	// inside the region.
+	Level       int `json:"level"`
+	ActiveLevel int `json:"active_level"`
+	// NumThreads is the team size (omp_get_num_threads).
+	NumThreads int `json:"num_threads"`
+	// Function and FunctionPC are the region's outlined function
+	// (Parallel.Function): its symbol ("" if unknown) and address.
+	Function   string `json:"function,omitempty"`
+	FunctionPC uint64 `json:"function_pc,omitempty"`
+	// File and Line are the source of the function's entry, "" and 0
+	// without line information.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // TaskSnapshot is one task of a thread's task chain.
 type TaskSnapshot struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	InFinal    bool   `json:"in_final"`
+	// ID names the task handle (Task.String).
+	ID string `json:"id"`
+	// Kind is the task's kind name (Task.Kind).
+	Kind string `json:"kind"`
+	// InFinal is omp_in_final in the task.
+	InFinal bool `json:"in_final"`
+	// Function and FunctionPC are the task's entry function
+	// (Task.Function): its symbol ("" if unknown) and address.
 	Function   string `json:"function,omitempty"`
 	FunctionPC uint64 `json:"function_pc,omitempty"`
-	File       string `json:"file,omitempty"` // source of the function's entry
-	Line       int    `json:"line,omitempty"`
+	// File and Line are the source of the function's entry, "" and 0
+	// without line information.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// ExitFrame, EnterFrame and their flags are the task's frames
+	// (Task.Frame; FrameFlags as text), 0 and "" when not set.
 	ExitFrame  uint64 `json:"exit_frame"`
 	ExitFlags  string `json:"exit_flags,omitempty"`
 	EnterFrame uint64 `json:"enter_frame"`
@@ -91,9 +131,9 @@ type TaskSnapshot struct {
 
 // ICVValue is one ICV read at one scope.
 type ICVValue struct {
-	Name  string `json:"name"`
-	Scope string `json:"scope"`
-	Value string `json:"value"`
+	Name  string `json:"name"`  // the ICV's name (ICV.Name)
+	Scope string `json:"scope"` // the scope it was read at (ScopeKind as text)
+	Value string `json:"value"` // the value as the ICV's String method prints it
 }
 
 // maxWalk bounds the region and task chains a snapshot follows per thread.

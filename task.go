@@ -172,6 +172,8 @@ const (
 	FrameStackAddress FrameFlags = 0x30
 )
 
+// String returns the flags as text: "application" or "runtime", then
+// "|cfa", "|framepointer" or "|stackaddress" when the kind is set.
 func (f FrameFlags) String() string {
 	var parts []string
 	if f&FrameApplication != 0 {
@@ -192,8 +194,8 @@ func (f FrameFlags) String() string {
 
 // FrameInfo is one frame address with its flags (ompd_frame_info_t).
 type FrameInfo struct {
-	Addr  uint64 // 0 when not set
-	Flags FrameFlags
+	Addr  uint64     // 0 when not set
+	Flags FrameFlags // who owns the frame and what kind of address Addr is
 }
 
 // Frames are a task's frame addresses (ompd_get_task_frame): Exit is the
@@ -201,7 +203,7 @@ type FrameInfo struct {
 // caller side), Enter the frame where the task's code last called back into
 // the runtime (0 while it runs user code).
 type Frames struct {
-	Exit, Enter FrameInfo
+	Exit, Enter FrameInfo // see Frames
 }
 
 // Frame returns the task's frames. It needs state tracking.

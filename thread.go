@@ -91,6 +91,7 @@ const (
 	WinThreadID ThreadIDKind = 2
 )
 
+// String returns the kind's name, e.g. "pthread".
 func (k ThreadIDKind) String() string { return omprt.IDKindName(k).String() }
 
 // ThreadByOSThread returns the OpenMP thread running on the given OS thread

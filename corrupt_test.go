@@ -364,7 +364,7 @@ func fakeWalk(as *ompd.AddressSpace, limit int, onErr func(what string, err erro
 			nt, err3 := p.NumThreads()
 			id, err4 := p.ID()
 			f, err5 := p.Function()
-			rec(" parallel %v %d %d %d %d %v %v %v %v %v %v %v", p, lvl, act, nt, id, f, err1, err2, err3, err4, err5, p.Team())
+			rec(" parallel %v %d %d %d %d %v %v %v %v %v %v %v", p, lvl, act, nt, id, f, err1, err2, err3, err4, err5, p.Addr())
 			scope(p)
 			for j := -1; j <= min(nt, 4); j++ {
 				pt, err := p.Thread(j)

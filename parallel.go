@@ -26,18 +26,19 @@ type Parallel struct {
 // AddressSpace returns the address space the handle belongs to.
 func (p Parallel) AddressSpace() *AddressSpace { return p.as }
 
-// Team returns the address of the runtime structure behind the region
-// (LLVM's kmp_team_t; libgomp's gomp_team). With the region's level it
-// identifies the region; a serialized or outermost region may stand on
-// another structure of the runtime's.
-func (p Parallel) Team() uint64 { return p.ref.Addr }
+// Addr returns the address of the runtime's structure behind the region
+// (LLVM's kmp_team_t; libgomp's gomp_team), as Thread.Addr and Task.Addr
+// do for theirs. With the region's level it identifies the region; a
+// serialized or outermost region may stand on another structure of the
+// runtime's.
+func (p Parallel) Addr() uint64 { return p.ref.Addr }
 
 // Equal reports whether p and q are the same region of the same address
 // space (ompd_parallel_handle_compare).
 func (p Parallel) Equal(q Parallel) bool { return p.as != nil && p == q }
 
 // String returns a stable id for the handle (ompd_get_parallel_handle_string_id),
-// "parallel/TEAM/LLEVEL".
+// "parallel/ADDR/LLEVEL".
 func (p Parallel) String() string {
 	if p.as == nil {
 		return "parallel/none"

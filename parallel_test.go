@@ -58,7 +58,7 @@ func fakeNestedRegions(s *fakeruntime.Scenario) (root, outer, inner fakeRegion, 
 func fakeCheckRegion(t *testing.T, p ompd.Parallel, want fakeRegion) {
 	t.Helper()
 	what := p.String()
-	assert.Equal(t, want.team, p.Team(), what)
+	assert.Equal(t, want.team, p.Addr(), what)
 	lvl, err := p.Level()
 	require.NoError(t, err, what)
 	assert.Equal(t, want.level, lvl, what)

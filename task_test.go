@@ -101,7 +101,7 @@ func fakeCheckTask(t *testing.T, tk ompd.Task, want *fakeTaskWant) {
 	assert.Equal(t, want.id, id, what)
 	p, err := tk.Parallel()
 	require.NoError(t, err, what)
-	assert.Equal(t, want.parallel, p.Team(), what)
+	assert.Equal(t, want.parallel, p.Addr(), what)
 	lvl, err := p.Level()
 	require.NoError(t, err, what)
 	assert.Equal(t, want.parLevel, lvl, what)

@@ -933,7 +933,7 @@ func (s *session) parallelChain(where string, tt *fixtures.Thread, oth ompd.Thre
 			level = tt.Level - i
 		}
 		w := fmt.Sprintf("%s region %d (%v)", where, i, p)
-		if j < len(lib) && lib[j].Addr() == p.Team()+s.teamT {
+		if j < len(lib) && lib[j].Addr() == p.Addr()+s.teamT {
 			s.parallel(w, tt, level, i == 0, p, lib[j])
 			j++
 			continue
@@ -1315,7 +1315,7 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 	// The task's region.
 	op, oerr := k.Parallel()
 	lp, lerr := lk.Parallel()
-	oa, la = s.handles(op.Team()+s.teamT, oerr, lp, lerr)
+	oa, la = s.handles(op.Addr()+s.teamT, oerr, lp, lerr)
 	d.check("task.parallel", where, oa, la, nil)
 
 	s.icvs(where, ompd.ScopeTask, k, lk, s.taskTruth(info))

@@ -219,7 +219,7 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 	teams, tasks := make(map[uint64]bool), make(map[uint64]bool)
 	for _, th := range ths {
 		for p, err := th.CurrentParallel(); err == nil; p, err = p.Enclosing() {
-			teams[p.Team()] = true
+			teams[p.Addr()] = true
 		}
 		for tk, err := th.CurrentTask(); err == nil; tk, err = tk.Generating() {
 			tasks[tk.Addr()] = true

@@ -139,10 +139,6 @@ func (as *AddressSpace) Runtime() RuntimeInfo {
 	return RuntimeInfo{Name: i.Name, Version: i.Version, Layout: LayoutSource(i.Layout), AlsoLoaded: append([]string(nil), as.others...)}
 }
 
-// LayoutSource says where the runtime's structure layout was read from;
-// it is Runtime().Layout.
-func (as *AddressSpace) LayoutSource() LayoutSource { return LayoutSource(as.rt.Info().Layout) }
-
 // Refresh drops everything cached from target memory, the target's own
 // caches too (target.Refresher). Call it after a live target ran and
 // stopped again; a stopped target or a core never needs it.

@@ -14,7 +14,7 @@ import (
 func TestFakeOpen(t *testing.T) {
 	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
 		s, as := fakeOpenNested(t, cfg)
-		assert.Equal(t, ompd.LayoutOMPDTables, as.LayoutSource())
+		assert.Equal(t, ompd.LayoutOMPDTables, as.Runtime().Layout)
 		assert.Same(t, s.T, as.Target().(*fakeruntime.Target))
 		v, err := as.OpenMPVersion()
 		require.NoError(t, err)

@@ -34,7 +34,7 @@ func ExampleOpen() {
 	defer as.Close()
 	v, _ := as.OpenMPVersion()
 	n, _ := as.NumProcs()
-	fmt.Println("OpenMP", v, "on", n, "processors, layout from", as.LayoutSource())
+	fmt.Println("OpenMP", v, "on", n, "processors, layout from", as.Runtime().Layout)
 	// Output: OpenMP 201811 on 8 processors, layout from OMPD tables
 }
 

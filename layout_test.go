@@ -56,7 +56,7 @@ func TestFakeDWARFLayout(t *testing.T) {
 		s.RT.RegisterDWARF()
 		as, err := ompd.Open(s.T)
 		require.NoError(t, err)
-		assert.Equal(t, ompd.LayoutDWARF, as.LayoutSource())
+		assert.Equal(t, ompd.LayoutDWARF, as.Runtime().Layout)
 		th := fakeThreads(t, as)[2]
 		_, _, err = th.State()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)

@@ -31,7 +31,7 @@ func TestNoOMPDRuntimeCores(t *testing.T) {
 			as, err := ompd.Open(co)
 			require.NoError(t, err)
 			t.Cleanup(func() { as.Close() })
-			assert.Equal(t, ompd.LayoutDWARF, as.LayoutSource())
+			assert.Equal(t, ompd.LayoutDWARF, as.Runtime().Layout)
 			ompdtest.CheckStructure(t, as, stop.Truth)
 			// The snapshot says once what lacks OMPD support.
 			s, err := as.Snapshot(context.Background())

@@ -53,7 +53,7 @@ func TestShippedCore(t *testing.T) {
 	as, err := ompd.Open(c)
 	require.NoError(t, err)
 	defer as.Close()
-	assert.Equal(t, ompd.LayoutOMPDTables, as.LayoutSource())
+	assert.Equal(t, ompd.LayoutOMPDTables, as.Runtime().Layout)
 	ompdtest.CheckTruth(t, as, truth)
 }
 

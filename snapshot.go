@@ -217,7 +217,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 		return nil, err
 	}
 	info := as.rt.Info()
-	s := &Snapshot{LayoutSource: as.LayoutSource().String(), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
+	s := &Snapshot{LayoutSource: LayoutSource(info.Layout).String(), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
 	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{},
 		regs: map[omprt.Ref]ParallelSnapshot{}, kinds: map[uint32]string{}, flags: map[uint32]string{}, scopes: map[ScopeKind]string{}}
 	for _, id := range as.ICVs() {

@@ -93,7 +93,7 @@ func TestStrippedRuntimeByBuildID(t *testing.T) {
 
 			c, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
 			require.NoError(t, err)
-			assert.Equal(t, ompd.LayoutOMPDTables, as.LayoutSource())
+			assert.Equal(t, ompd.LayoutOMPDTables, as.Runtime().Layout)
 			ompdtest.CheckTruth(t, as, stop.Truth)
 
 			info := libompInfo(t, c, s)
@@ -296,6 +296,6 @@ func TestStrippedNoOMPDRuntime(t *testing.T) {
 
 	_, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
 	require.NoError(t, err)
-	assert.Equal(t, ompd.LayoutDWARF, as.LayoutSource())
+	assert.Equal(t, ompd.LayoutDWARF, as.Runtime().Layout)
 	ompdtest.CheckStructure(t, as, stop.Truth)
 }

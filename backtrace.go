@@ -106,7 +106,9 @@ type Backtrace struct {
 	PlaceErr error
 }
 
-// BacktraceOption configures Thread.Backtrace.
+// BacktraceOption configures Thread.Backtrace, and the backtraces of a
+// Snapshot when passed to WithBacktraces. The options are MaxFrames and
+// FoldRuntime.
 type BacktraceOption func(*btConfig)
 
 type btConfig struct {
@@ -370,7 +372,9 @@ func (f Frame) String() string {
 	return s
 }
 
-// SnapshotOption configures AddressSpace.Snapshot.
+// SnapshotOption configures AddressSpace.Snapshot. The option is
+// WithBacktraces, which takes the BacktraceOptions for the snapshot's
+// backtraces.
 type SnapshotOption func(*snapConfig)
 
 type snapConfig struct {
@@ -440,11 +444,13 @@ func (sn *snap) frames(ctx context.Context, th Thread, ts *ThreadSnapshot, opts 
 	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) && !errors.Is(bt.PlaceErr, ErrUnsupported) {
 		sn.note(ts.ID, "backtrace task placement", bt.PlaceErr)
 	}
-	ts.Frames = SnapshotFrames(bt)
+	ts.Frames = bt.SnapshotFrames()
 }
 
-// SnapshotFrames converts a backtrace's frames to their Snapshot form.
-func SnapshotFrames(bt *Backtrace) []FrameSnapshot {
+// SnapshotFrames returns the backtrace's frames in their Snapshot form
+// (ThreadSnapshot.Frames), for instance to print or encode a backtrace
+// taken with Thread.Backtrace as a snapshot would.
+func (bt *Backtrace) SnapshotFrames() []FrameSnapshot {
 	out := make([]FrameSnapshot, len(bt.Frames))
 	for i, f := range bt.Frames {
 		fs := FrameSnapshot{Index: f.Index, PC: f.PC, CFA: f.CFA, Function: f.Function, File: f.File, Line: f.Line,

@@ -26,6 +26,26 @@ type Cache struct {
 	free [maxRun + 1][][]byte
 }
 
+// ReadTarget answers a live target's ReadMemory: nothing for an empty buf;
+// a *target.ReadError for a range that wraps around the address space
+// (target.ErrNoMemory), for a process that cannot be read (the error of
+// alive, asked only for a range that could be read), or for a failed Read.
+func (c *Cache) ReadTarget(buf []byte, addr uint64, alive func() error, raw func(buf []byte, addr uint64) error) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	err := target.ErrNoMemory
+	if addr+uint64(len(buf)) >= addr {
+		if err = alive(); err == nil {
+			err = c.Read(buf, addr, raw)
+		}
+	}
+	if err != nil {
+		return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
+	}
+	return nil
+}
+
 // Read fills buf with the memory at addr, from the cache where it can.
 // Pages it lacks are read whole with raw and kept, a run of them that buf
 // spans with one call; a page raw cannot read

@@ -130,3 +130,41 @@ func TestReuseAfterClear(t *testing.T) {
 	assert.Len(t, c.free[3], 1)
 	assert.Len(t, c.free[2], 1)
 }
+
+// TestReadTarget checks the answers a live target's ReadMemory gets: the
+// process's liveness is asked only for a range that could be read, and
+// every failure is a *target.ReadError naming the range.
+func TestReadTarget(t *testing.T) {
+	var c Cache
+	calls, asked := 0, 0
+	raw := memory(&calls)
+	gone := errors.New("process gone")
+	var dead error
+	alive := func() error { asked++; return dead }
+
+	require.NoError(t, c.ReadTarget(nil, 0x1000, alive, raw))
+	assert.Zero(t, asked, "an empty read asks nothing")
+
+	var re *target.ReadError
+	err := c.ReadTarget(make([]byte, 0x10), ^uint64(0)-4, alive, raw)
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, target.ErrNoMemory)
+	assert.Equal(t, ^uint64(0)-4, re.Addr)
+	assert.Zero(t, asked, "a range past the end of the address space asks nothing")
+
+	buf := make([]byte, 8)
+	require.NoError(t, c.ReadTarget(buf, 0x1100, alive, raw))
+	assert.Equal(t, byte(0x00), buf[0])
+	assert.Equal(t, 1, asked)
+
+	err = c.ReadTarget(buf, 0x2900, alive, raw)
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 8, re.Size)
+
+	dead = gone
+	n := calls
+	err = c.ReadTarget(buf, 0x1100, alive, raw)
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, gone)
+	assert.Equal(t, n, calls, "a dead process is not read")
+}

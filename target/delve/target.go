@@ -216,19 +216,12 @@ func (t *Target) ReadMemory(buf []byte, addr uint64) error {
 }
 
 func (t *Target) readLocked(buf []byte, addr uint64) error {
-	if len(buf) == 0 {
+	return t.pages.ReadTarget(buf, addr, func() error {
+		if err := t.aliveLocked(); err != nil {
+			return errjoin.Join(target.ErrNoMemory, err)
+		}
 		return nil
-	}
-	if addr+uint64(len(buf)) < addr {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: target.ErrNoMemory}
-	}
-	if err := t.aliveLocked(); err != nil {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: errjoin.Join(target.ErrNoMemory, err)}
-	}
-	if err := t.pages.Read(buf, addr, t.rawRead); err != nil {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
-	}
-	return nil
+	}, t.rawRead)
 }
 
 // rawRead reads through Delve, failing unless all of buf was read.

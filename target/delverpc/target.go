@@ -403,19 +403,7 @@ func (t *Target) ReadMemory(buf []byte, addr uint64) error {
 }
 
 func (t *Target) readLocked(buf []byte, addr uint64) error {
-	if len(buf) == 0 {
-		return nil
-	}
-	if addr+uint64(len(buf)) < addr {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: target.ErrNoMemory}
-	}
-	if t.err != nil {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: t.err}
-	}
-	if err := t.pages.Read(buf, addr, t.examine); err != nil {
-		return &target.ReadError{Addr: addr, Size: len(buf), Err: err}
-	}
-	return nil
+	return t.pages.ReadTarget(buf, addr, func() error { return t.err }, t.examine)
 }
 
 // examine fills buf with the memory at addr, read through the server. An

@@ -338,9 +338,15 @@ func (m *Memory) Prefetch(addrs []uint64, size uint64) {
 		if a == 0 || a+size < a {
 			continue
 		}
-		for pg := a &^ (PageSize - 1); pg < a+size; pg += PageSize {
+		// Loop to the last page, not past a+size: a page at the top of
+		// the address space would wrap pg to 0 and never end.
+		last := (a + size - 1) &^ (PageSize - 1)
+		for pg := a &^ (PageSize - 1); ; pg += PageSize {
 			if _, ok := m.pages[pg]; !ok {
 				pages = append(pages, pg)
+			}
+			if pg == last {
+				break
 			}
 		}
 	}
@@ -406,9 +412,12 @@ func (m *Memory) readRun(first, last uint64) bool {
 	if err := m.T.ReadMemory(buf, first); err != nil {
 		return false
 	}
-	for pg := first; pg <= last; pg += PageSize {
+	for pg := first; ; pg += PageSize { // pg <= last would wrap at the top page
 		off := pg - first
 		m.store(pg, buf[off:off+PageSize])
+		if pg == last {
+			break
+		}
 	}
 	return true
 }

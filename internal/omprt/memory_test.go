@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,4 +141,25 @@ func TestPrefetchKeepsWantedPages(t *testing.T) {
 	b, err = mem.Read(base+2*page-100, 200)
 	require.NoError(t, err)
 	assert.Equal(t, want[2*page-100:2*page+100], b)
+}
+
+// A structure in the top page of the address space (a corrupt pointer)
+// ends Prefetch: the page loop once wrapped to address 0 and grew its page
+// list until the heap took the machine (mutation harness, tasks 4242/2783).
+func TestPrefetchTopPage(t *testing.T) {
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	mem := omprt.NewMemory(tg)
+	top := ^uint64(0) &^ (page - 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mem.Prefetch([]uint64{top + 16, top}, 584)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Prefetch of the top page did not return")
+	}
+	_, err := mem.View(top+16, 584, "structure")
+	assert.Error(t, err)
 }

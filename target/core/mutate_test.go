@@ -42,6 +42,8 @@ import (
 // OMPD_GO_MUTATIONS sets how many mutations run (default
 // defaultMutations, spread over the fixtures), or for how long if it is a
 // duration ("30m"); OMPD_GO_MUTATIONS_SEED changes the seed (default 1).
+// OMPD_GO_MUTATION_ONLY=[fixture:]index runs that one mutation of the
+// seed (of every fixture, or of the one named) and nothing else.
 // A failure names its fixture, seed and mutation; add it to
 // mutationRegressions so that it stays fixed.
 
@@ -65,6 +67,7 @@ var mutationRegressions = []mutationID{
 	{fixtures.Serialized, 3, 2723},    // active level above the level
 	{fixtures.Nested, 21, 983},        // a thread table of 32767: the harness itself allocated 1.5 GB
 	{fixtures.Serialized, 101, 79049}, // the executable's .debug_line: debug/dwarf looped over a corrupt file count
+	{fixtures.Tasks, 4242, 2783},      // __kmp_threads_capacity + 2^18: a kmp_info_t read for each garbage entry, 5 GB heap
 }
 
 type mutationID struct {
@@ -641,6 +644,21 @@ func TestMutatedCores(t *testing.T) {
 				t.Errorf("%v:\n\t%s", mu, strings.Join(real, "\n\t"))
 			}
 		}
+	}
+	if v := os.Getenv("OMPD_GO_MUTATION_ONLY"); v != "" {
+		name, idx, named := strings.Cut(v, ":")
+		if !named {
+			name, idx = "", v
+		}
+		i, err := strconv.Atoi(idx)
+		require.NoError(t, err, "OMPD_GO_MUTATION_ONLY")
+		for _, f := range mutationFixtures {
+			if name == "" || name == f.name {
+				runOne(mutationID{fixture: f.name, seed: seed, index: i})
+			}
+		}
+		require.NotZero(t, ran, "OMPD_GO_MUTATION_ONLY names no fixture")
+		return
 	}
 	for _, r := range mutationRegressions {
 		runOne(r)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ompd-go/ompd/internal/fakeruntime"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
 const page = omprt.PageSize
@@ -162,4 +163,95 @@ func TestPrefetchTopPage(t *testing.T) {
 	}
 	_, err := mem.View(top+16, 584, "structure")
 	assert.Error(t, err)
+}
+
+// topTarget serves the last pages of the 64-bit address space (which
+// fakeruntime cannot map: their end wraps to 0) with a pattern of their
+// address, and counts the reads of them.
+type topTarget struct {
+	*fakeruntime.Target
+	from  uint64 // first readable address; readable up to 2^64
+	reads int
+}
+
+func topByte(a uint64) byte { return byte(a ^ a>>12) }
+
+func (t *topTarget) ReadMemory(buf []byte, addr uint64) error {
+	t.reads++
+	end := addr + uint64(len(buf))
+	if addr < t.from || (end < addr && end != 0) {
+		return t.Target.ReadMemory(buf, addr) // not mapped there: fails
+	}
+	for i := range buf {
+		buf[i] = topByte(addr + uint64(i))
+	}
+	return nil
+}
+
+// Prefetch and Read at the top page of the address space: a run ending in
+// the last page (readRun), a run read through a gap up to it (keep), and
+// a read across its last two pages (fill) all end, cache what they read,
+// and hand back the target's bytes; a range past 2^64 is refused. The page
+// loops once wrapped to page 0 there (1f3e079 fixed them).
+func TestMemoryTopPage(t *testing.T) {
+	top := ^uint64(0) &^ (page - 1)
+	check := func(t *testing.T, mem *omprt.Memory, tg *topTarget, addr uint64, n int) {
+		t.Helper()
+		b, err := mem.Read(addr, n)
+		require.NoError(t, err)
+		require.Len(t, b, n)
+		for i := range b {
+			if b[i] != topByte(addr+uint64(i)) {
+				t.Fatalf("byte at %#x is %#x, want %#x", addr+uint64(i), b[i], topByte(addr+uint64(i)))
+			}
+		}
+	}
+	run := func(t *testing.T, name string, f func()) {
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s at the top page did not return", name)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		addrs []uint64 // structures of 600 bytes
+		reads int      // target reads of the prefetch
+	}{
+		{"adjacent run", []uint64{top - page + 3800, top + 16}, 1},        // readRun(top-page, top)
+		{"run through a gap", []uint64{top - 3*page + 64, top + 3000}, 1}, // keep: 2 wanted pages of 4
+		{"last page alone", []uint64{top + 3400}, 1},                      // ends at 2^64 exactly
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
+			mem := omprt.NewMemory(tg)
+			run(t, "Prefetch", func() { mem.Prefetch(c.addrs, 600) })
+			assert.Equal(t, c.reads, tg.reads, "reads of the prefetch")
+			tg.reads = 0
+			for _, a := range c.addrs {
+				check(t, mem, tg, a, 600)
+			}
+			assert.Zero(t, tg.reads, "every structure served from the cache")
+		})
+	}
+	t.Run("read across the last two pages", func(t *testing.T) {
+		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
+		mem := omprt.NewMemory(tg)
+		run(t, "Read", func() { check(t, mem, tg, top-100, 200) })
+		assert.Equal(t, 1, tg.reads, "one read of both pages")
+		check(t, mem, tg, top-page, 2*page-1) // to the last byte, from the cache
+		assert.Equal(t, 1, tg.reads)
+	})
+	t.Run("past the end", func(t *testing.T) {
+		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
+		mem := omprt.NewMemory(tg)
+		run(t, "Prefetch", func() { mem.Prefetch([]uint64{top + 4000}, 600) })
+		assert.Zero(t, tg.reads, "a structure wrapping past 2^64 is not prefetched")
+		_, err := mem.Read(top+4000, 600)
+		assert.ErrorIs(t, err, target.ErrNoMemory)
+		_, err = mem.View(top+4000, 600, "structure")
+		assert.ErrorIs(t, err, omprt.ErrReadFailed)
+	})
 }

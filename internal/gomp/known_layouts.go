@@ -2,125 +2,34 @@
 
 package gomp
 
-import "github.com/ompd-go/ompd/internal/omprt"
+// gomp_thread as libgomp 12.2.0 lays it out.
+var threadGCC12_2_0 = structLayout{typeThread, 120, []uint64{0, 8, 16, 40, 44, 48, 88, 96, 104}}
 
+// gomp_team as libgomp 12.2.0 lays it out.
+var teamGCC12_2_0 = structLayout{typeTeam, 1344, []uint64{0, 8, 32, 36, 40, 88, 80, 132, 1344}}
+
+// gomp_task as libgomp 12.2.0 lays it out.
+var taskGCC12_2_0 = structLayout{typeTask, 216, []uint64{0, 40, 64, 152, 160, 164, 168, 172, 176, 177, 178, 192, 200, 208, 213}}
+
+// gomp_task as libgomp 14.2.0 lays it out.
+var taskGCC14_2_0 = structLayout{typeTask, 224, []uint64{0, 40, 64, 160, 168, 172, 176, 180, 184, 185, 186, 200, 208, 216, 221}}
+
+// gomp_thread_pool as libgomp 12.2.0 lays it out.
+var poolGCC12_2_0 = structLayout{typePool, 192, []uint64{0, 12, 16, 64}}
+
+// gomp_task_icv as libgomp 12.2.0 lays it out.
+var icvGCC12_2_0 = structLayout{typeICV, 40, []uint64{0, 8, 12, 16, 20, 24, 25, 26}}
+
+// knownLayouts holds the libgomp builds the generator read.
 var knownLayouts = []*Layout{
-	{
+	known(Layout{
 		GCC:     "12.2.0",
 		Node:    "GOMP_5.1",
 		BuildID: "0fc960c85d72462a869484daf094316840e70474",
-		Sizes: [numTypes]uint64{
-			typeThread: 120,
-			typeTeam:   1344,
-			typeTask:   216,
-			typePool:   192,
-			typeICV:    40,
-		},
-		Fields: [numFields]omprt.Field{
-			thrFn:                 {Off: 0, Size: 8},
-			thrData:               {Off: 8, Size: 8},
-			thrTeam:               {Off: 16, Size: 8},
-			thrTeamID:             {Off: 40, Size: 4},
-			thrLevel:              {Off: 44, Size: 4},
-			thrActiveLevel:        {Off: 48, Size: 4},
-			thrTask:               {Off: 88, Size: 8},
-			thrRelease:            {Off: 96, Size: 4},
-			thrPool:               {Off: 104, Size: 8},
-			teamNthreads:          {Off: 0, Size: 4},
-			teamPrevTeam:          {Off: 8, Size: 8},
-			teamPrevTeamID:        {Off: 32, Size: 4},
-			teamPrevLevel:         {Off: 36, Size: 4},
-			teamPrevActiveLevel:   {Off: 40, Size: 4},
-			teamOrderedRelease:    {Off: 88, Size: 8},
-			teamMasterRelease:     {Off: 80, Size: 4},
-			teamBarrierGeneration: {Off: 132, Size: 4},
-			teamImplicitTask:      {Off: 1344, Size: 0},
-			taskParent:            {Off: 0, Size: 8},
-			taskTaskgroup:         {Off: 40, Size: 8},
-			taskTaskwait:          {Off: 64, Size: 8},
-			taskNthreads:          {Off: 152, Size: 8},
-			taskRunSched:          {Off: 160, Size: 4},
-			taskRunSchedChunk:     {Off: 164, Size: 4},
-			taskDefaultDevice:     {Off: 168, Size: 4},
-			taskThreadLimit:       {Off: 172, Size: 4},
-			taskDyn:               {Off: 176, Size: 1},
-			taskMaxActiveLevels:   {Off: 177, Size: 1},
-			taskBind:              {Off: 178, Size: 1},
-			taskFn:                {Off: 192, Size: 8},
-			taskFnData:            {Off: 200, Size: 8},
-			taskKind:              {Off: 208, Size: 4},
-			taskFinal:             {Off: 213, Size: 1},
-			poolThreads:           {Off: 0, Size: 8},
-			poolThreadsUsed:       {Off: 12, Size: 4},
-			poolLastTeam:          {Off: 16, Size: 8},
-			poolDock:              {Off: 64, Size: 0},
-			icvNthreads:           {Off: 0, Size: 8},
-			icvRunSched:           {Off: 8, Size: 4},
-			icvRunSchedChunk:      {Off: 12, Size: 4},
-			icvDefaultDevice:      {Off: 16, Size: 4},
-			icvThreadLimit:        {Off: 20, Size: 4},
-			icvDyn:                {Off: 24, Size: 1},
-			icvMaxActiveLevels:    {Off: 25, Size: 1},
-			icvBind:               {Off: 26, Size: 1},
-		},
-	},
-	{
+	}, &threadGCC12_2_0, &teamGCC12_2_0, &taskGCC12_2_0, &poolGCC12_2_0, &icvGCC12_2_0),
+	known(Layout{
 		GCC:     "14.2.0",
 		Node:    "GOMP_5.1.2",
 		BuildID: "c82313b57c2e7120958b4651f65f544483535376",
-		Sizes: [numTypes]uint64{
-			typeThread: 120,
-			typeTeam:   1344,
-			typeTask:   224,
-			typePool:   192,
-			typeICV:    40,
-		},
-		Fields: [numFields]omprt.Field{
-			thrFn:                 {Off: 0, Size: 8},
-			thrData:               {Off: 8, Size: 8},
-			thrTeam:               {Off: 16, Size: 8},
-			thrTeamID:             {Off: 40, Size: 4},
-			thrLevel:              {Off: 44, Size: 4},
-			thrActiveLevel:        {Off: 48, Size: 4},
-			thrTask:               {Off: 88, Size: 8},
-			thrRelease:            {Off: 96, Size: 4},
-			thrPool:               {Off: 104, Size: 8},
-			teamNthreads:          {Off: 0, Size: 4},
-			teamPrevTeam:          {Off: 8, Size: 8},
-			teamPrevTeamID:        {Off: 32, Size: 4},
-			teamPrevLevel:         {Off: 36, Size: 4},
-			teamPrevActiveLevel:   {Off: 40, Size: 4},
-			teamOrderedRelease:    {Off: 88, Size: 8},
-			teamMasterRelease:     {Off: 80, Size: 4},
-			teamBarrierGeneration: {Off: 132, Size: 4},
-			teamImplicitTask:      {Off: 1344, Size: 0},
-			taskParent:            {Off: 0, Size: 8},
-			taskTaskgroup:         {Off: 40, Size: 8},
-			taskTaskwait:          {Off: 64, Size: 8},
-			taskNthreads:          {Off: 160, Size: 8},
-			taskRunSched:          {Off: 168, Size: 4},
-			taskRunSchedChunk:     {Off: 172, Size: 4},
-			taskDefaultDevice:     {Off: 176, Size: 4},
-			taskThreadLimit:       {Off: 180, Size: 4},
-			taskDyn:               {Off: 184, Size: 1},
-			taskMaxActiveLevels:   {Off: 185, Size: 1},
-			taskBind:              {Off: 186, Size: 1},
-			taskFn:                {Off: 200, Size: 8},
-			taskFnData:            {Off: 208, Size: 8},
-			taskKind:              {Off: 216, Size: 4},
-			taskFinal:             {Off: 221, Size: 1},
-			poolThreads:           {Off: 0, Size: 8},
-			poolThreadsUsed:       {Off: 12, Size: 4},
-			poolLastTeam:          {Off: 16, Size: 8},
-			poolDock:              {Off: 64, Size: 0},
-			icvNthreads:           {Off: 0, Size: 8},
-			icvRunSched:           {Off: 8, Size: 4},
-			icvRunSchedChunk:      {Off: 12, Size: 4},
-			icvDefaultDevice:      {Off: 16, Size: 4},
-			icvThreadLimit:        {Off: 20, Size: 4},
-			icvDyn:                {Off: 24, Size: 1},
-			icvMaxActiveLevels:    {Off: 25, Size: 1},
-			icvBind:               {Off: 26, Size: 1},
-		},
-	},
+	}, &threadGCC12_2_0, &teamGCC12_2_0, &taskGCC14_2_0, &poolGCC12_2_0, &icvGCC12_2_0),
 }

@@ -234,3 +234,36 @@ func knownNames() string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// structLayout is one structure as a known libgomp build lays it out: its
+// size and the offset of each of its members in fieldSpecs, in that order.
+// Builds that lay a structure out alike share one (known_layouts.go).
+type structLayout struct {
+	typ     typeID
+	size    uint64
+	offsets []uint64
+}
+
+// known completes a known library's Layout from its structures' layouts.
+// The generator writes both from fieldSpecs, so a mismatch is a stale
+// known_layouts.go: it panics when the package is initialised.
+func known(l Layout, structs ...*structLayout) *Layout {
+	for _, s := range structs {
+		l.Sizes[s.typ] = s.size
+		offs := s.offsets
+		for i, spec := range fieldSpecs {
+			if spec.typ != typeNames[s.typ] {
+				continue
+			}
+			if len(offs) == 0 {
+				panic("gomp: known_layouts.go is stale: go generate ./internal/gomp")
+			}
+			l.Fields[i] = omprt.Field{Off: offs[0], Size: spec.size}
+			offs = offs[1:]
+		}
+		if len(offs) != 0 {
+			panic("gomp: known_layouts.go is stale: go generate ./internal/gomp")
+		}
+	}
+	return &l
+}

@@ -11,14 +11,14 @@ import (
 // ScopeKind is the kind of handle an ICV is read from (ompd_scope_t).
 type ScopeKind int
 
-// ICV scopes (ompd_scope_t).
+// ICV scopes (ompd_scope_t), the runtime boundary's values.
 const (
-	ScopeGlobal       ScopeKind = 1 // global
-	ScopeAddressSpace ScopeKind = 2 // address_space
-	ScopeThread       ScopeKind = 3 // thread
-	ScopeParallel     ScopeKind = 4 // parallel
-	ScopeImplicitTask ScopeKind = 5 // implicit_task
-	ScopeTask         ScopeKind = 6 // task
+	ScopeGlobal       ScopeKind = omprt.ScopeGlobal       // global
+	ScopeAddressSpace ScopeKind = omprt.ScopeAddressSpace // address_space
+	ScopeThread       ScopeKind = omprt.ScopeThread       // thread
+	ScopeParallel     ScopeKind = omprt.ScopeParallel     // parallel
+	ScopeImplicitTask ScopeKind = omprt.ScopeImplicitTask // implicit_task
+	ScopeTask         ScopeKind = omprt.ScopeTask         // task
 )
 
 // ICV identifies an internal control variable (ompd_icv_id_t). The ids and
@@ -26,39 +26,41 @@ const (
 // between the two.
 type ICV int
 
-// The ICVs, in libompd's enumeration order (ids 1 to 30).
+// The ICVs, in libompd's enumeration order (ids 1 to 30). Their ids,
+// names and scopes are defined once, at the boundary to the runtimes.
 const (
-	ICVDynVar ICV = iota + 1
-	ICVRunSchedVar
-	ICVStacksizeVar
-	ICVCancelVar
-	ICVMaxTaskPriorityVar
-	ICVDebugVar
-	ICVNthreadsVar
-	ICVDisplayAffinityVar
-	ICVAffinityFormatVar
-	ICVDefaultDeviceVar
-	ICVToolVar
-	ICVToolLibrariesVar
-	ICVToolVerboseInitVar
-	ICVLevelsVar
-	ICVActiveLevelsVar
-	ICVThreadLimitVar
-	ICVMaxActiveLevelsVar
-	ICVBindVar
-	ICVNumProcsVar
-	ICVOMPDNumProcsVar
-	ICVThreadNumVar
-	ICVOMPDThreadNumVar
-	ICVFinalTaskVar
-	ICVOMPDFinalVar
-	ICVOMPDFinalTaskVar
-	ICVImplicitTaskVar
-	ICVOMPDImplicitVar
-	ICVOMPDImplicitTaskVar
-	ICVTeamSizeVar
-	ICVOMPDTeamSizeVar
-	icvEnd // one past the last
+	ICVDynVar              ICV = omprt.ICVDynVar
+	ICVRunSchedVar         ICV = omprt.ICVRunSchedVar
+	ICVStacksizeVar        ICV = omprt.ICVStacksizeVar
+	ICVCancelVar           ICV = omprt.ICVCancelVar
+	ICVMaxTaskPriorityVar  ICV = omprt.ICVMaxTaskPriorityVar
+	ICVDebugVar            ICV = omprt.ICVDebugVar
+	ICVNthreadsVar         ICV = omprt.ICVNthreadsVar
+	ICVDisplayAffinityVar  ICV = omprt.ICVDisplayAffinityVar
+	ICVAffinityFormatVar   ICV = omprt.ICVAffinityFormatVar
+	ICVDefaultDeviceVar    ICV = omprt.ICVDefaultDeviceVar
+	ICVToolVar             ICV = omprt.ICVToolVar
+	ICVToolLibrariesVar    ICV = omprt.ICVToolLibrariesVar
+	ICVToolVerboseInitVar  ICV = omprt.ICVToolVerboseInitVar
+	ICVLevelsVar           ICV = omprt.ICVLevelsVar
+	ICVActiveLevelsVar     ICV = omprt.ICVActiveLevelsVar
+	ICVThreadLimitVar      ICV = omprt.ICVThreadLimitVar
+	ICVMaxActiveLevelsVar  ICV = omprt.ICVMaxActiveLevelsVar
+	ICVBindVar             ICV = omprt.ICVBindVar
+	ICVNumProcsVar         ICV = omprt.ICVNumProcsVar
+	ICVOMPDNumProcsVar     ICV = omprt.ICVOMPDNumProcsVar
+	ICVThreadNumVar        ICV = omprt.ICVThreadNumVar
+	ICVOMPDThreadNumVar    ICV = omprt.ICVOMPDThreadNumVar
+	ICVFinalTaskVar        ICV = omprt.ICVFinalTaskVar
+	ICVOMPDFinalVar        ICV = omprt.ICVOMPDFinalVar
+	ICVOMPDFinalTaskVar    ICV = omprt.ICVOMPDFinalTaskVar
+	ICVImplicitTaskVar     ICV = omprt.ICVImplicitTaskVar
+	ICVOMPDImplicitVar     ICV = omprt.ICVOMPDImplicitVar
+	ICVOMPDImplicitTaskVar ICV = omprt.ICVOMPDImplicitTaskVar
+	ICVTeamSizeVar         ICV = omprt.ICVTeamSizeVar
+	ICVOMPDTeamSizeVar     ICV = omprt.ICVOMPDTeamSizeVar
+
+	icvEnd ICV = omprt.ICVEnd // one past the last
 )
 
 // icvAliases maps other spellings of ICV names onto the ids: the OpenMP 5.2

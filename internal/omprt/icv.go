@@ -4,14 +4,15 @@ package omprt
 // values are OMPD's and package ompd's ScopeKind.
 type ScopeKind int
 
-// ICV scopes (ompd_scope_t).
+// ICV scopes (ompd_scope_t). They are untyped so that package ompd's
+// exported ScopeKind constants are defined from them: this is the one list.
 const (
-	ScopeGlobal       ScopeKind = 1
-	ScopeAddressSpace ScopeKind = 2
-	ScopeThread       ScopeKind = 3
-	ScopeParallel     ScopeKind = 4
-	ScopeImplicitTask ScopeKind = 5
-	ScopeTask         ScopeKind = 6
+	ScopeGlobal       = 1
+	ScopeAddressSpace = 2
+	ScopeThread       = 3
+	ScopeParallel     = 4
+	ScopeImplicitTask = 5
+	ScopeTask         = 6
 )
 
 // ICV identifies an internal control variable; the values are package
@@ -19,9 +20,11 @@ const (
 // order; ids a runtime adds (ICVs libompd does not know) follow.
 type ICV int
 
-// The ICVs, in libompd's enumeration order.
+// The ICVs, in libompd's enumeration order. They are untyped so that
+// package ompd's exported ICV constants are defined from them: this is the
+// one list of ids.
 const (
-	ICVDynVar ICV = iota + 1
+	ICVDynVar = iota + 1
 	ICVRunSchedVar
 	ICVStacksizeVar
 	ICVCancelVar

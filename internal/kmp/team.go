@@ -283,19 +283,29 @@ func (rec *regionRec) size() int32 {
 	return rec.tm.nproc
 }
 
+// member checks that region r's team has a thread number n, whose thread
+// or implicit task (what) a caller wants: not a league's, where each host
+// team has its own.
+func (rec *regionRec) member(r omprt.Ref, n int, what string) error {
+	if rec.err != nil {
+		return rec.err
+	}
+	size := rec.size()
+	if n < 0 || n >= int(size) {
+		return errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
+	}
+	if rec.tm.league {
+		return errorf(omprt.ErrUnavailable, "%v: each team of the league of %d host teams has its own %s at this level", omprt.RegionName(r), rec.tm.nproc, what)
+	}
+	return nil
+}
+
 // RegionThread returns the thread with number n in region r's team.
 func (rt *Runtime) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
 	s := rt.stop()
 	rec := s.region(r)
-	if rec.err != nil {
-		return omprt.ThreadRef{}, rec.err
-	}
-	size := rec.size()
-	if n < 0 || n >= int(size) {
-		return omprt.ThreadRef{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
-	}
-	if rec.tm.league {
-		return omprt.ThreadRef{}, errorf(omprt.ErrUnavailable, "%v: each team of the league of %d host teams has its own initial thread at this level", omprt.RegionName(r), rec.tm.nproc)
+	if err := rec.member(r, n, "initial thread"); err != nil {
+		return omprt.ThreadRef{}, err
 	}
 	if rec.tm.threads == 0 {
 		return omprt.ThreadRef{}, errorf(omprt.ErrCorrupt, "%v: team has no thread array", omprt.RegionName(r))
@@ -313,15 +323,8 @@ func (rt *Runtime) RegionThread(r omprt.Ref, n int) (omprt.ThreadRef, error) {
 // ImplicitTask returns the implicit task of thread number n of region r.
 func (rt *Runtime) ImplicitTask(r omprt.Ref, n int) (omprt.Ref, error) {
 	rec := rt.stop().region(r)
-	if rec.err != nil {
-		return omprt.Ref{}, rec.err
-	}
-	size := rec.size()
-	if n < 0 || n >= int(size) {
-		return omprt.Ref{}, errorf(omprt.ErrBadInput, "%v: thread number %d out of range 0..%d", omprt.RegionName(r), n, size-1)
-	}
-	if rec.tm.league {
-		return omprt.Ref{}, errorf(omprt.ErrUnavailable, "%v: each team of the league of %d host teams has its own implicit tasks at this level", omprt.RegionName(r), rec.tm.nproc)
+	if err := rec.member(r, n, "implicit tasks"); err != nil {
+		return omprt.Ref{}, err
 	}
 	if rec.tm.implicit == 0 {
 		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v: team has no implicit tasks", omprt.RegionName(r))

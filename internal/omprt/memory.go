@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ompd-go/ompd/target"
 )
@@ -16,8 +17,23 @@ import (
 // into one target read per page of runtime structures.
 const PageSize = 4096
 
-// maxCached bounds the memory cache; past it the cache starts over.
-const maxCached = 256 << 20
+// MaxStopBytes bounds the target memory one stop may read: the pages the
+// cache keeps, the reads it hands out uncached and the strings it reads,
+// counted from the last Refresh. A cached page stays alive as long as a
+// view of it does, and decoders keep their views for the whole stop, so a
+// bound on what the cache holds (it once started over past a limit) bounds
+// nothing: this bound is on what the stop has read, checked before each
+// read allocates, never on a cache hit. 512 MiB is about 40,000 threads'
+// worth of runtime structures at the 12 KB per thread a snapshot reads
+// (BENCHMARKS.md: 48.9 MB at 4096 threads), and stays below the 1 GiB a
+// mutated core may make the mutation harness allocate.
+const MaxStopBytes = 512 << 20
+
+// ErrStopBudget is the cause of a read refused because the stop has read
+// MaxStopBytes (Memory.Budget) of target memory: corrupt counts or
+// pointers that the runtime decoder did not catch, or a program larger
+// than one stop may read.
+var ErrStopBudget = errors.New("the target memory one stop may read is used up (corrupt runtime memory, or more runtime structures than one stop may read)")
 
 // MaxRead bounds one read, so that a corrupt size cannot make a runtime
 // package allocate without bound.
@@ -29,14 +45,18 @@ const MaxString = 1 << 16
 // Memory reads target memory through a page cache. Cached pages are never
 // modified, only dropped (by Refresh), so slices into them can be handed to
 // concurrent readers. A hit costs one map lookup under a read lock.
+// Between two Refreshes it reads at most Budget bytes (see MaxStopBytes).
 type Memory struct {
 	T       target.Target
 	Order   binary.ByteOrder
 	PtrSize int
+	// Budget is how many bytes of target memory one stop may read;
+	// 0 means MaxStopBytes.
+	Budget int64
 
 	mu    sync.RWMutex
 	pages map[uint64][]byte // a nil page: the target cannot read it whole
-	bytes int
+	used  atomic.Int64      // bytes read since Refresh, kept or handed out
 }
 
 // NewMemory returns an empty cache over t.
@@ -48,8 +68,25 @@ func NewMemory(t target.Target) *Memory {
 func (m *Memory) Refresh() {
 	m.mu.Lock()
 	m.pages = make(map[uint64][]byte)
-	m.bytes = 0
+	m.used.Store(0)
 	m.mu.Unlock()
+}
+
+// Used returns how many bytes of target memory the stop has read so far.
+func (m *Memory) Used() int64 { return m.used.Load() }
+
+// reserve counts n bytes about to be read at addr against the stop's
+// budget, or refuses them with a *target.ReadError wrapping ErrStopBudget.
+func (m *Memory) reserve(addr uint64, n int) error {
+	limit := m.Budget
+	if limit <= 0 {
+		limit = MaxStopBytes
+	}
+	if m.used.Add(int64(n)) > limit {
+		m.used.Add(-int64(n))
+		return &target.ReadError{Addr: addr, Size: n, Err: ErrStopBudget}
+	}
+	return nil
 }
 
 // Read returns n bytes of target memory at addr. The result must not be
@@ -111,15 +148,19 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 
 // direct reads exactly [addr, addr+n) without the cache.
 func (m *Memory) direct(addr uint64, n int) ([]byte, error) {
+	if err := m.reserve(addr, n); err != nil {
+		return nil, err
+	}
 	b := make([]byte, n)
 	if err := m.T.ReadMemory(b, addr); err != nil {
+		m.used.Add(-int64(n))
 		return nil, err
 	}
 	return b, nil
 }
 
 // page returns the cached page pg, reading it on a miss; nil if the target
-// cannot read it whole.
+// cannot read it whole, or the stop's budget has no room for it.
 func (m *Memory) page(pg uint64) []byte {
 	m.mu.RLock()
 	p, ok := m.pages[pg]
@@ -127,8 +168,12 @@ func (m *Memory) page(pg uint64) []byte {
 	if ok {
 		return p
 	}
+	if m.reserve(pg, PageSize) != nil {
+		return nil // Read's direct read says why
+	}
 	p = make([]byte, PageSize)
 	if err := m.T.ReadMemory(p, pg); err != nil {
+		m.used.Add(-PageSize)
 		p = nil
 	}
 	m.store(pg, p)
@@ -159,8 +204,12 @@ func (m *Memory) fill(first, last uint64) error {
 		for j < len(missing) && missing[j] == missing[j-1]+PageSize {
 			j++
 		}
+		if err := m.reserve(missing[i], (j-i)*PageSize); err != nil {
+			return err
+		}
 		buf := make([]byte, (j-i)*PageSize)
 		if err := m.T.ReadMemory(buf, missing[i]); err != nil {
+			m.used.Add(-int64(len(buf)))
 			return err
 		}
 		for k := i; k < j; k++ {
@@ -175,13 +224,8 @@ func (m *Memory) fill(first, last uint64) error {
 func (m *Memory) store(pg uint64, p []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.bytes+len(p) > maxCached {
-		m.pages = make(map[uint64][]byte)
-		m.bytes = 0
-	}
 	if _, ok := m.pages[pg]; !ok {
 		m.pages[pg] = p
-		m.bytes += len(p)
 	}
 }
 
@@ -219,6 +263,9 @@ func (m *Memory) Ptr(addr uint64, what string) (uint64, error) {
 // String reads the NUL-terminated string at addr (at most MaxString bytes).
 func (m *Memory) String(addr uint64, what string) (string, error) {
 	s, err := target.ReadString(m.T, addr, MaxString)
+	if err == nil {
+		err = m.reserve(addr, len(s))
+	}
 	if err != nil {
 		return "", Wrap(ErrReadFailed, err, "%s string at %#x", what, addr)
 	}
@@ -389,6 +436,9 @@ func (m *Memory) Prefetch(addrs []uint64, size uint64) {
 // A page's slice extends to the end of the wanted pages adjacent to it, so
 // that Read can hand out a structure spanning them without copying.
 func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
+	if m.reserve(first, len(wanted)*PageSize) != nil {
+		return // Read reports it
+	}
 	buf := make([]byte, len(wanted)*PageSize)
 	for k := 0; k < len(wanted); {
 		l := k + 1
@@ -408,8 +458,12 @@ func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
 
 // readRun reads and caches pages first..last with one target read.
 func (m *Memory) readRun(first, last uint64) bool {
+	if m.reserve(first, int(last-first+PageSize)) != nil {
+		return false // Read reports it
+	}
 	buf := make([]byte, last-first+PageSize)
 	if err := m.T.ReadMemory(buf, first); err != nil {
+		m.used.Add(-int64(len(buf)))
 		return false
 	}
 	for pg := first; ; pg += PageSize { // pg <= last would wrap at the top page

@@ -255,3 +255,68 @@ func TestMemoryTopPage(t *testing.T) {
 		assert.ErrorIs(t, err, omprt.ErrReadFailed)
 	})
 }
+
+// A stop reads at most Memory.Budget bytes of target memory, however the
+// bytes are read (pages, runs, prefetches, exact reads of small mappings,
+// strings) and however long its callers keep what they got; past it every
+// read that would allocate fails with ErrStopBudget while cached pages
+// still answer, and Refresh starts a new budget.
+func TestMemoryStopBudget(t *testing.T) {
+	const base = 0x400000
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 64*page))
+	small := uint64(base + 80*page)
+	require.NoError(t, tg.Map(small, 100)) // not a whole page: read exactly
+	require.NoError(t, tg.Poke(small, []byte("ompd\x00")))
+	mem := omprt.NewMemory(tg)
+	mem.Budget = 8 * page
+
+	var kept [][]byte // a decoder keeps its views for the whole stop
+	read := func(addr uint64, n int) error {
+		b, err := mem.Read(addr, n)
+		if err == nil {
+			kept = append(kept, b)
+		}
+		return err
+	}
+	for i := uint64(0); i < 6; i++ {
+		require.NoError(t, read(base+i*page+8, 64), "page %d", i)
+	}
+	require.NoError(t, read(base+6*page+8, page), "two pages, one read")
+	assert.Equal(t, int64(8*page), mem.Used())
+	err := read(base+9*page, 64)
+	require.ErrorIs(t, err, omprt.ErrStopBudget, "a ninth page")
+	var re *target.ReadError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, uint64(base+9*page), re.Addr)
+	_, err = mem.View(base+10*page, 8, "team")
+	assert.ErrorIs(t, err, omprt.ErrStopBudget)
+	assert.ErrorIs(t, err, omprt.ErrReadFailed)
+	assert.ErrorContains(t, err, "team at 0x40a000")
+	require.ErrorIs(t, read(small, 16), omprt.ErrStopBudget, "an exact read")
+	_, err = mem.String(small, "name")
+	assert.ErrorIs(t, err, omprt.ErrStopBudget)
+	mem.Prefetch([]uint64{base + 20*page, base + 30*page}, 64)
+	assert.Equal(t, int64(8*page), mem.Used(), "a prefetch past the budget reads nothing to keep")
+	require.NoError(t, read(base+8, 64), "a cached page still answers")
+	require.NoError(t, read(base+page-8, 16), "so do two cached pages")
+
+	mem.Refresh()
+	assert.Zero(t, mem.Used())
+	require.NoError(t, read(small, 16))
+	s, err := mem.String(small, "name")
+	require.NoError(t, err)
+	assert.Equal(t, "ompd", s)
+	mem.Prefetch([]uint64{base + 20*page, base + 23*page, base + 40*page}, 64)
+	assert.Equal(t, int64(16+4+3*page), mem.Used(), "wanted pages kept, gap pages not")
+	for _, a := range []uint64{base + 20*page, base + 23*page, base + 40*page} {
+		require.NoError(t, read(a, 64))
+	}
+	assert.Equal(t, int64(16+4+3*page), mem.Used(), "from the cache")
+
+	// Failed reads cost nothing.
+	_, err = mem.Read(base+100*page, 64)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, omprt.ErrStopBudget)
+	assert.Equal(t, int64(16+4+3*page), mem.Used())
+}

@@ -117,7 +117,7 @@ func (s *stop) readTable() (*threadTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	tt := &threadTable{capacity: capacity, byAddr: make(map[uint64]int32), byPth: make(map[uint64]int32)}
+	tt := &threadTable{capacity: capacity}
 	if capacity == 0 || arr == 0 {
 		return tt, nil
 	}
@@ -126,39 +126,45 @@ func (s *stop) readTable() (*threadTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Read the threads' structures with as few target reads as their
-	// placement allows.
-	var addrs []uint64
+	n := 0
 	for i := uint64(0); i < uint64(capacity); i++ {
-		if a := v.Uint(i*ptr, ptr); a != 0 {
-			addrs = append(addrs, a)
+		if v.Uint(i*ptr, ptr) != 0 {
+			n++
 		}
 	}
-	rt.mem.Prefetch(addrs, rt.l.thExtent)
 	tt.byGTID = make([]int32, capacity)
+	tt.byAddr, tt.byPth = make(map[uint64]int32, n), make(map[uint64]int32, n)
+	tt.refs = make([]omprt.ThreadRef, 0, n)
+	addrs := make([]uint64, 0, n) // kmp_info_t of refs[i], 0 if it repeats another
 	for i := uint64(0); i < uint64(capacity); i++ {
 		addr := v.Uint(i*ptr, ptr)
 		if addr == 0 {
 			continue
 		}
 		pos := int32(len(tt.refs))
-		ref := omprt.ThreadRef{Addr: addr, ID: int32(i)}
-		var info view
-		var ierr error
+		tt.refs = append(tt.refs, omprt.ThreadRef{Addr: addr, ID: int32(i)})
+		tt.byGTID[i] = pos + 1
 		if _, dup := tt.byAddr[addr]; dup {
-			ierr = errorf(omprt.ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", i, addr)
+			addr = 0
 		} else {
-			info, ierr = rt.view(addr, rt.l.thExtent, "kmp_info_t of a thread")
 			tt.byAddr[addr] = pos
 		}
-		tt.refs = append(tt.refs, ref)
-		tt.infos = append(tt.infos, info)
-		tt.errs = append(tt.errs, ierr)
-		tt.byGTID[i] = pos + 1
-		if ierr == nil {
-			if pt := info.F(rt.l.thThread); pt != 0 {
+		addrs = append(addrs, addr)
+	}
+	// Read the threads' structures with as few target reads as their
+	// placement allows.
+	tt.infos = make([]view, n)
+	tt.errs = make([]error, n)
+	rt.mem.ReadEach(addrs, rt.l.thExtent, "kmp_info_t of a thread", tt.infos, tt.errs)
+	for pos, addr := range addrs {
+		if addr == 0 {
+			tt.errs[pos] = errorf(omprt.ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", tt.refs[pos].ID, tt.refs[pos].Addr)
+			continue
+		}
+		if tt.errs[pos] == nil {
+			if pt := tt.infos[pos].F(rt.l.thThread); pt != 0 {
 				if _, dup := tt.byPth[pt]; !dup {
-					tt.byPth[pt] = pos
+					tt.byPth[pt] = int32(pos)
 				}
 			}
 		}

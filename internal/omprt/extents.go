@@ -1,0 +1,106 @@
+package omprt
+
+import (
+	"cmp"
+	"slices"
+)
+
+// ReadEach reads the size bytes at each address of addrs, the structures
+// of one kind a runtime allocates one after the other (its per-thread
+// structures), with as few target reads as their placement allows:
+// structures whose pages lie within maxPrefetchGap pages of each other are
+// read together, gaps included, up to maxPrefetchRun pages a read, as
+// Prefetch joins pages. Unlike Prefetch it keeps only the structures,
+// copied next to each other into one allocation per read, not the pages
+// they lie in: reading a run costs a copy of the wanted bytes only, and
+// the gap pages and the rest of each page are not kept.
+//
+// out[i] and errs[i] receive what View(addrs[i], size, what) would
+// return; entries whose address is 0 are left alone. A structure whose
+// pages are all cached already is read through the cache; a run the
+// target cannot read is read structure by structure, so that an unmapped
+// page costs only the structures on it. out and errs must be as long as
+// addrs.
+func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, errs []error) {
+	if size == 0 || size > maxPrefetchRun*PageSize {
+		for i, a := range addrs {
+			if a != 0 {
+				out[i], errs[i] = m.View(a, size, what)
+			}
+		}
+		return
+	}
+	// The structures to read in runs, by address; the others through
+	// the cache.
+	order := make([]int32, 0, len(addrs))
+	var direct []int32
+	m.mu.RLock()
+	for i, a := range addrs {
+		switch {
+		case a == 0:
+		case a+size < a || m.cachedLocked(a, size):
+			direct = append(direct, int32(i))
+		default:
+			order = append(order, int32(i))
+		}
+	}
+	m.mu.RUnlock()
+	for _, i := range direct {
+		out[i], errs[i] = m.View(addrs[i], size, what)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(addrs[x], addrs[y]) })
+	// The runs: order[ends[r-1]:ends[r]], pages firsts[r] to lasts[r].
+	var ends []int
+	var firsts, lasts []uint64
+	biggest := 0
+	for i := 0; i < len(order); {
+		first := addrs[order[i]] &^ (PageSize - 1)
+		last := (addrs[order[i]] + size - 1) &^ (PageSize - 1)
+		j := i + 1
+		for ; j < len(order); j++ {
+			a := addrs[order[j]]
+			lo, hi := a&^(PageSize-1), (a+size-1)&^(PageSize-1)
+			if lo > last+(maxPrefetchGap+1)*PageSize || (hi-first)/PageSize >= maxPrefetchRun {
+				break
+			}
+			last = max(last, hi)
+		}
+		ends, firsts, lasts = append(ends, j), append(firsts, first), append(lasts, last)
+		biggest = max(biggest, int(last-first)+PageSize)
+		i = j
+	}
+	scratch := make([]byte, biggest)
+	i := 0
+	for r, j := range ends {
+		run := scratch[:lasts[r]-firsts[r]+PageSize]
+		if err := m.T.ReadMemory(run, firsts[r]); err != nil {
+			for _, k := range order[i:j] {
+				out[k], errs[k] = m.View(addrs[k], size, what)
+			}
+			i = j
+			continue
+		}
+		buf := make([]byte, uint64(j-i)*size)
+		for x, k := range order[i:j] {
+			off := addrs[k] - firsts[r]
+			b := buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]
+			copy(b, run[off:off+size])
+			out[k] = View{B: b, Order: m.Order}
+		}
+		i = j
+	}
+}
+
+// cachedLocked reports whether every page of [a, a+size) is cached and
+// readable; m.mu must be held.
+func (m *Memory) cachedLocked(a, size uint64) bool {
+	last := (a + size - 1) &^ (PageSize - 1)
+	for pg := a &^ (PageSize - 1); ; pg += PageSize {
+		if p, ok := m.pages[pg]; !ok || p == nil {
+			return false
+		}
+		if pg == last {
+			return true
+		}
+	}
+}

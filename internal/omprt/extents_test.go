@@ -1,0 +1,97 @@
+package omprt_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fakeruntime"
+	"github.com/ompd-go/ompd/internal/omprt"
+)
+
+// ReadEach reads structures near each other with one target read through
+// short gaps, hands each out with the target's bytes and no room to
+// append, and reads the structures of a run it cannot read one by one, so
+// that only those on an unmapped page fail.
+func TestReadEach(t *testing.T) {
+	const base, size = 0x300000, 200
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 8*page))
+	want := make([]byte, 8*page)
+	for i := range want {
+		want[i] = byte(i*5 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	mem := omprt.NewMemory(tg)
+	// Unsorted, one crossing pages 0-1, pages 2-3 and 5-6 gaps read
+	// through, a null entry left alone.
+	addrs := []uint64{base + 7*page + 8, base + page - 100, 0, base + 4*page + 16}
+	out := make([]omprt.View, len(addrs))
+	errs := make([]error, len(addrs))
+	mem.ReadEach(addrs, size, "structure", out, errs)
+	assert.Equal(t, int64(1), tg.Reads(), "one read for the run")
+	assert.Equal(t, int64(8*page), tg.BytesRead())
+	for i, a := range addrs {
+		require.NoError(t, errs[i])
+		if a == 0 {
+			assert.Nil(t, out[i].B, "null entry")
+			continue
+		}
+		assert.Equal(t, want[a-base:a-base+size], out[i].B)
+		assert.Equal(t, size, cap(out[i].B), "the caller cannot append over the next structure")
+	}
+
+	// Structures already cached are read through the cache.
+	tg.ResetCounters()
+	mem.ReadEach(addrs[1:2], size, "structure", out[:1], errs[:1])
+	assert.Equal(t, int64(1), tg.Reads(), "not cached: ReadEach keeps no pages")
+	_, err := mem.View(addrs[3], size, "structure")
+	require.NoError(t, err)
+	tg.ResetCounters()
+	mem.ReadEach(addrs[3:4], size, "structure", out[:1], errs[:1])
+	require.NoError(t, errs[0])
+	assert.Equal(t, want[4*page+16:4*page+16+size], out[0].B)
+	assert.Zero(t, tg.Reads(), "cached")
+
+	// A gap page that is not mapped: each structure is read alone.
+	mem = omprt.NewMemory(tg)
+	require.True(t, tg.Unmap(base))
+	require.NoError(t, tg.Map(base, 5*page))
+	require.NoError(t, tg.Poke(base, want[:5*page]))
+	require.NoError(t, tg.Map(base+6*page, 2*page))
+	require.NoError(t, tg.Poke(base+6*page, want[6*page:]))
+	addrs = []uint64{base + 4*page + 16, base + 6*page + 8, base + 5*page + 8}
+	mem.ReadEach(addrs, size, "structure", out[:3], errs[:3])
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, want[4*page+16:4*page+16+size], out[0].B)
+	assert.Equal(t, want[6*page+8:6*page+8+size], out[1].B)
+	assert.ErrorIs(t, errs[2], omprt.ErrReadFailed, "on the unmapped page")
+	assert.ErrorContains(t, errs[2], "structure at 0x")
+}
+
+// A structure in the top page of the address space (a corrupt pointer)
+// gives an error, and no loop past the last page.
+func TestReadEachTopPage(t *testing.T) {
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	mem := omprt.NewMemory(tg)
+	top := ^uint64(0) &^ (page - 1)
+	addrs := []uint64{top + 16, top, top - page}
+	out := make([]omprt.View, len(addrs))
+	errs := make([]error, len(addrs))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mem.ReadEach(addrs, 584, "structure", out, errs)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadEach of the top page did not return")
+	}
+	for i := range addrs {
+		assert.Error(t, errs[i], "%#x", addrs[i])
+	}
+}

@@ -94,3 +94,19 @@ apt_src_fetch() {
 	apt-get "${APT_SRC_OPTS[@]}" update -qq
 	(cd "$work" && apt-get "${APT_SRC_OPTS[@]}" source --download-only "$pkg" >/dev/null)
 }
+
+# apt_src_verify FILE SHA256
+#   Checks that the downloaded source tarball FILE is there and has the
+#   pinned SHA-256; if not, says why (through the caller's log function),
+#   removes FILE and fails.
+apt_src_verify() {
+	local file="$1" want="$2" got
+	[[ -f "$file" ]] || { log "source tarball ${file##*/} not found after download"; return 1; }
+	got=$(sha256sum "$file" | cut -d' ' -f1)
+	if [[ "$got" != "$want" ]]; then
+		log "checksum mismatch for ${file##*/}: got $got, want $want"
+		rm -f "$file"
+		return 1
+	fi
+	log "source checksum ok ($got)"
+}

@@ -109,13 +109,7 @@ for b in "${BUILDS[@]}"; do
 	fi
 	log "fetching the $pkg source package ($suite)"
 	apt_src_fetch "$conf" "$bw" "$pkg/$suite"
-	[[ -f "$bw/$orig" ]] || { log "source tarball $orig not found after download"; exit 1; }
-	got=$(sha256sum "$bw/$orig" | cut -d' ' -f1)
-	if [[ "$got" != "$sum" ]]; then
-		log "checksum mismatch for $orig: got $got, want $sum"
-		exit 1
-	fi
-	log "source checksum ok ($got)"
+	apt_src_verify "$bw/$orig" "$sum" || exit 1
 
 	# The orig tarball wraps gcc-VERSION-dfsg.tar.xz; take only what
 	# libgomp needs out of it.

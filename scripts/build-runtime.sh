@@ -74,14 +74,7 @@ if [[ ! -d "$src/openmp" ]]; then
 		log "fetching the $SRC_PKG source package"
 		apt_src_fetch "$aptdir" "$work" "$SRC_PKG"
 	fi
-	[[ -f "$tarball" ]] || { log "source tarball $ORIG_TARBALL not found after download"; exit 1; }
-	sum=$(sha256sum "$tarball" | cut -d' ' -f1)
-	if [[ "$sum" != "$ORIG_SHA256" ]]; then
-		log "checksum mismatch for $ORIG_TARBALL: got $sum, want $ORIG_SHA256"
-		rm -f "$tarball"
-		exit 1
-	fi
-	log "source checksum ok ($sum)"
+	apt_src_verify "$tarball" "$ORIG_SHA256" || exit 1
 
 	# 2. Extract only the OpenMP runtime and the shared cmake modules.
 	log "extracting openmp/ and cmake/"

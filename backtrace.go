@@ -232,7 +232,7 @@ func (t Thread) taskChain() ([]BacktraceTask, error) {
 				bt.Level = l
 			}
 		}
-		bt.Frames, err = tk.Frame()
+		bt.Frames, err = tk.Frames()
 		if err != nil {
 			return out, err
 		}

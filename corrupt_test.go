@@ -309,7 +309,7 @@ func fakeWalk(as *ompd.AddressSpace, limit int, onErr func(what string, err erro
 		rec("  parallel %v %v", p, err)
 		f, err := tk.Function()
 		rec("  function %v %v", f, err)
-		fr, err := tk.Frame()
+		fr, err := tk.Frames()
 		rec("  frame %+v %v", fr, err)
 		id, err := tk.ID()
 		rec("  id %d %v", id, err)

@@ -185,7 +185,7 @@ func TestFakeSerialWithoutLWT(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tk.ID()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
-		_, err = tk.Frame()
+		_, err = tk.Frames()
 		assert.ErrorIs(t, err, ompd.ErrUnavailable)
 	})
 }
@@ -279,7 +279,7 @@ func TestFakeLWTCycle(t *testing.T) {
 				}
 			}
 			for k := 0; k < 50; k++ {
-				_, _ = tk.Frame()
+				_, _ = tk.Frames()
 				_, _ = tk.ID()
 				if tk, err = tk.Generating(); err != nil {
 					break

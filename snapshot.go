@@ -122,7 +122,7 @@ type TaskSnapshot struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	// ExitFrame, EnterFrame and their flags are the task's frames
-	// (Task.Frame; FrameFlags as text), 0 and "" when not set.
+	// (Task.Frames; FrameFlags as text), 0 and "" when not set.
 	ExitFrame  uint64 `json:"exit_frame"`
 	ExitFlags  string `json:"exit_flags,omitempty"`
 	EnterFrame uint64 `json:"enter_frame"`

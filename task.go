@@ -206,8 +206,9 @@ type Frames struct {
 	Exit, Enter FrameInfo // see Frames
 }
 
-// Frame returns the task's frames. It needs state tracking.
-func (t Task) Frame() (Frames, error) {
+// Frames returns the task's exit and enter frames (ompd_get_task_frame).
+// It needs state tracking.
+func (t Task) Frames() (Frames, error) {
 	d, err := t.data()
 	if err != nil {
 		return Frames{}, err

@@ -93,7 +93,7 @@ func fakeCheckTask(t *testing.T, tk ompd.Task, want *fakeTaskWant) {
 		require.NoError(t, err, what)
 		assert.Equal(t, ompd.Function{Addr: want.fn, Symbol: want.fnName}, f, what)
 	}
-	fr, err := tk.Frame()
+	fr, err := tk.Frames()
 	require.NoError(t, err, what)
 	assert.Equal(t, want.frames, fr, what)
 	id, err := tk.ID()
@@ -157,7 +157,7 @@ func TestFakeTaskChain(t *testing.T) {
 		require.NoError(t, err)
 		a, err := tk.Generating()
 		require.NoError(t, err)
-		fr, err := a.Frame()
+		fr, err := a.Frames()
 		require.NoError(t, err)
 		assert.Equal(t, ompd.FrameRuntime|ompd.FrameFramePointer, fr.Exit.Flags)
 		assert.Equal(t, ompd.FrameRuntime|ompd.FrameFramePointer, fr.Enter.Flags)
@@ -172,7 +172,7 @@ func TestFakeTaskChain(t *testing.T) {
 		// Without state tracking: no frames, no scheduling parent.
 		s.RT.SetOMPDState(0)
 		as.Refresh()
-		_, err = a.Frame()
+		_, err = a.Frames()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
 		_, err = a.Scheduling()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking)

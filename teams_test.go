@@ -125,7 +125,7 @@ func checkTeamsTasks(t *testing.T, th ompd.Thread, regions []ompd.Parallel) {
 	s, err := body.Scheduling()
 	require.NoError(t, err)
 	assert.Equal(t, league, s, "the body's task runs in the league's")
-	_, err = body.Frame()
+	_, err = body.Frames()
 	require.NoError(t, err)
 	s, err = tasks[0].Scheduling()
 	if num, _ := th.Num(); num == 0 {

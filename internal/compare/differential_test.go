@@ -1286,7 +1286,7 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 	d.check(question, where, ours(hex(of.Addr), oerr), theirs(hex(lf), lerr), tr)
 
 	// Frames.
-	ofr, oerr := k.Frame()
+	ofr, oerr := k.Frames()
 	lexit, lenter, lerr := lk.Frame()
 	exitTr, enterTr, exitFl, enterFl := s.frameTruth(info)
 	// libompd's frames of a nested serialized level are those of the
@@ -1351,7 +1351,7 @@ func (s *session) frameTruth(info *taskInfo) (exit, enter, exitFlags, enterFlags
 // taskFacts sums up a task libompd's chain skips: its frames with their
 // flags, and the nesting depth of its entry function.
 func taskFacts(k ompd.Task) string {
-	fr, err := k.Frame()
+	fr, err := k.Frames()
 	if err != nil {
 		return "frames: " + ourRC(err)
 	}
@@ -1375,7 +1375,7 @@ func (s *session) schedulingTruth(info *taskInfo, implicit bool, next *ompd.Task
 	if ex, en, ok := info.thread.FrameTruth(info.index + 1); ok {
 		gen = answer{val: "no task with the frames OMPT recorded next"}
 		if next != nil {
-			if fr, err := next.Frame(); err == nil &&
+			if fr, err := next.Frames(); err == nil &&
 				ompdtest.CheckFrame(s.fx.target, fr.Exit, ex) == nil && ompdtest.CheckFrame(s.fx.target, fr.Enter, en) == nil {
 				gen = answer{val: hex(next.Addr())}
 			}

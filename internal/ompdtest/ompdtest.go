@@ -334,7 +334,7 @@ func checkImplicitChain(t *testing.T, th ompd.Thread, tt *fixtures.Thread, regio
 		}
 	}
 	if !tracking {
-		_, err := tasks[0].Frame()
+		_, err := tasks[0].Frames()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "frames")
 	}
 }
@@ -680,7 +680,7 @@ func checkTask(t *testing.T, k ompd.Task, tk *fixtures.Task, tracking bool) {
 	require.NoError(t, err)
 	assert.Contains(t, f.Symbol, "omp_task_entry", "%s function", tk.Label)
 	if !tracking {
-		_, err := k.Frame()
+		_, err := k.Frames()
 		assert.ErrorIs(t, err, ompd.ErrNeedsStateTracking, "%s frames", tk.Label)
 	}
 	// Frames: checkFrames, with the chain of the thread running it.
@@ -746,7 +746,7 @@ func checkFrames(t *testing.T, as *ompd.AddressSpace, tt *fixtures.Thread, th om
 			const details = ompd.TaskIncluded | ompd.TaskUntied | ompd.TaskFinal
 			assert.Equal(t, want&details, kind&details, "task %d: kind %v, OMPT type %#x", i, kind, tt.OMPT[i].Type)
 		}
-		fr, err := k.Frame()
+		fr, err := k.Frames()
 		require.NoError(t, err, "task %d frames", i)
 		exit, enter, ok := tt.FrameTruth(i)
 		require.True(t, ok)

@@ -15,6 +15,7 @@ import (
 // they lie in: reading a run costs a copy of the wanted bytes only, and
 // the gap pages and the rest of each page are not kept.
 //
+// The extents kept count against the stop's budget (MaxStopBytes).
 // out[i] and errs[i] receive what View(addrs[i], size, what) would
 // return; entries whose address is 0 are left alone. A structure whose
 // pages are all cached already is read through the cache; a run the
@@ -73,14 +74,22 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 	i := 0
 	for r, j := range ends {
 		run := scratch[:lasts[r]-firsts[r]+PageSize]
-		if err := m.T.ReadMemory(run, firsts[r]); err != nil {
+		keep := int(uint64(j-i) * size)
+		err := m.reserve(firsts[r], keep)
+		if err == nil {
+			if err = m.T.ReadMemory(run, firsts[r]); err != nil {
+				m.used.Add(-int64(keep))
+			}
+		}
+		if err != nil {
+			// Unreadable, or past the stop's budget: View says which.
 			for _, k := range order[i:j] {
 				out[k], errs[k] = m.View(addrs[k], size, what)
 			}
 			i = j
 			continue
 		}
-		buf := make([]byte, uint64(j-i)*size)
+		buf := make([]byte, keep)
 		for x, k := range order[i:j] {
 			off := addrs[k] - firsts[r]
 			b := buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]

@@ -70,6 +70,20 @@ func TestReadEach(t *testing.T) {
 	assert.Equal(t, want[6*page+8:6*page+8+size], out[1].B)
 	assert.ErrorIs(t, errs[2], omprt.ErrReadFailed, "on the unmapped page")
 	assert.ErrorContains(t, errs[2], "structure at 0x")
+
+	// The extents kept count against the stop's budget; past it, the
+	// structures are read one by one until it is used up.
+	mem = omprt.NewMemory(tg)
+	mem.Budget = size
+	mem.ReadEach(addrs[:2], size, "structure", out[:2], errs[:2])
+	require.NoError(t, errs[0], "read alone, exactly")
+	assert.ErrorIs(t, errs[1], omprt.ErrStopBudget)
+	mem = omprt.NewMemory(tg)
+	mem.Budget = 2 * size
+	mem.ReadEach(addrs[:2], size, "structure", out[:2], errs[:2])
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, int64(2*size), mem.Used())
 }
 
 // A structure in the top page of the address space (a corrupt pointer)

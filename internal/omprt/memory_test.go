@@ -298,6 +298,12 @@ func TestMemoryStopBudget(t *testing.T) {
 	assert.ErrorIs(t, err, omprt.ErrStopBudget)
 	mem.Prefetch([]uint64{base + 20*page, base + 30*page}, 64)
 	assert.Equal(t, int64(8*page), mem.Used(), "a prefetch past the budget reads nothing to keep")
+	out, errs := make([]omprt.View, 2), make([]error, 2)
+	mem.ReadEach([]uint64{base + 20*page, base + 21*page}, 64, "kmp_info_t", out, errs)
+	for _, err := range errs {
+		assert.ErrorIs(t, err, omprt.ErrStopBudget, "ReadEach")
+	}
+	assert.Equal(t, int64(8*page), mem.Used())
 	require.NoError(t, read(base+8, 64), "a cached page still answers")
 	require.NoError(t, read(base+page-8, 16), "so do two cached pages")
 
@@ -313,10 +319,14 @@ func TestMemoryStopBudget(t *testing.T) {
 		require.NoError(t, read(a, 64))
 	}
 	assert.Equal(t, int64(16+4+3*page), mem.Used(), "from the cache")
+	out, errs = make([]omprt.View, 2), make([]error, 2)
+	mem.ReadEach([]uint64{base + 50*page, base + 51*page}, 64, "kmp_info_t", out, errs)
+	require.NoError(t, errors.Join(errs...))
+	assert.Equal(t, int64(16+4+3*page+2*64), mem.Used(), "ReadEach keeps the structures only")
 
 	// Failed reads cost nothing.
 	_, err = mem.Read(base+100*page, 64)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, omprt.ErrStopBudget)
-	assert.Equal(t, int64(16+4+3*page), mem.Used())
+	assert.Equal(t, int64(16+4+3*page+2*64), mem.Used())
 }

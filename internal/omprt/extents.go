@@ -61,7 +61,7 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 		for ; j < len(order); j++ {
 			a := addrs[order[j]]
 			lo, hi := a&^(PageSize-1), (a+size-1)&^(PageSize-1)
-			if lo > last+(maxPrefetchGap+1)*PageSize || (hi-first)/PageSize >= maxPrefetchRun {
+			if (lo > last && lo-last > (maxPrefetchGap+1)*PageSize) || (hi-first)/PageSize >= maxPrefetchRun {
 				break
 			}
 			last = max(last, hi)

@@ -244,6 +244,21 @@ func TestMemoryTopPage(t *testing.T) {
 		check(t, mem, tg, top-page, 2*page-1) // to the last byte, from the cache
 		assert.Equal(t, 1, tg.reads)
 	})
+	t.Run("ReadEach", func(t *testing.T) {
+		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
+		mem := omprt.NewMemory(tg)
+		addrs := []uint64{top + 4000, top - 3*page + 64, top + 3400, top - page + 3800}
+		out, errs := make([]omprt.View, len(addrs)), make([]error, len(addrs))
+		run(t, "ReadEach", func() { mem.ReadEach(addrs, 600, "structure", out, errs) })
+		assert.Equal(t, 1, tg.reads, "one run up to the last page")
+		assert.ErrorIs(t, errs[0], omprt.ErrReadFailed, "past 2^64")
+		for i, a := range addrs[1:] {
+			require.NoError(t, errs[i+1])
+			for k, c := range out[i+1].B {
+				require.Equal(t, topByte(a+uint64(k)), c, "byte at %#x", a+uint64(k))
+			}
+		}
+	})
 	t.Run("past the end", func(t *testing.T) {
 		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
 		mem := omprt.NewMemory(tg)

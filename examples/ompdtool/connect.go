@@ -38,15 +38,7 @@ func runConnect(ctx context.Context, o *options, args []string, out io.Writer) e
 		return usagef("connect", "bad server address %q: %v", args[0], err)
 	}
 	opts := []delverpc.Option{delverpc.WithDebuginfod(o.debuginfod()), delverpc.WithDebugContext(ctx)}
-	if len(o.debugDirs) > 0 {
-		opts = append(opts, delverpc.WithDebugDirs(o.debugDirs...))
-	}
-	if o.sysroot != "" {
-		opts = append(opts, delverpc.WithSysroot(o.sysroot))
-	}
-	if len(o.fileMap) > 0 {
-		opts = append(opts, delverpc.WithFileMap(o.fileMap))
-	}
+	opts = append(opts, fileOptions(o, delverpc.WithDebugDirs, delverpc.WithSysroot, delverpc.WithFileMap)...)
 	if len(args) == 2 {
 		opts = append(opts, delverpc.WithExecutable(args[1]))
 	}

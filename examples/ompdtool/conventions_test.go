@@ -211,3 +211,14 @@ func TestLaunchDebugDir(t *testing.T) {
 	out := runTool(t, append(append([]string{"launch", "-debug-dir", dir}, env...), "--", exe)...)
 	assert.Contains(t, out, "6 threads in 3 groups")
 }
+
+// TestFileOptions checks that the path flags become each target package's
+// options, in flag order, and that unset flags add none.
+func TestFileOptions(t *testing.T) {
+	dirs := func(d ...string) string { return "dirs " + strings.Join(d, ",") }
+	sysroot := func(s string) string { return "sysroot " + s }
+	fileMap := func(m map[string]string) string { return "map " + m["/a"] }
+	assert.Empty(t, fileOptions(&options{}, dirs, sysroot, fileMap))
+	o := &options{debugDirs: []string{"/d1", "/d2"}, sysroot: "/r", fileMap: map[string]string{"/a": "/b"}}
+	assert.Equal(t, []string{"dirs /d1,/d2", "sysroot /r", "map /b"}, fileOptions(o, dirs, sysroot, fileMap))
+}

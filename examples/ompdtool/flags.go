@@ -304,3 +304,19 @@ func (e *envFlags) Set(v string) error {
 	*e = append(*e, v)
 	return nil
 }
+
+// fileOptions are the options of the -debug-dir, -sysroot and -file-map
+// flags, made by a target package's constructors of its own Option type.
+func fileOptions[O any](o *options, debugDirs func(...string) O, sysroot func(string) O, fileMap func(map[string]string) O) []O {
+	var opts []O
+	if len(o.debugDirs) > 0 {
+		opts = append(opts, debugDirs(o.debugDirs...))
+	}
+	if o.sysroot != "" {
+		opts = append(opts, sysroot(o.sysroot))
+	}
+	if len(o.fileMap) > 0 {
+		opts = append(opts, fileMap(o.fileMap))
+	}
+	return opts
+}

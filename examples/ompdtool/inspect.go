@@ -69,16 +69,7 @@ func byteCount(n int64) string {
 // coreOptions are the target/core options the flags ask for.
 func (o *options) coreOptions(ctx context.Context) []core.Option {
 	opts := []core.Option{core.WithDebuginfod(o.debuginfod()), core.WithDebugContext(ctx), core.WithContext(ctx)}
-	if len(o.debugDirs) > 0 {
-		opts = append(opts, core.WithDebugDirs(o.debugDirs...))
-	}
-	if o.sysroot != "" {
-		opts = append(opts, core.WithSysroot(o.sysroot))
-	}
-	if len(o.fileMap) > 0 {
-		opts = append(opts, core.WithFileMap(o.fileMap))
-	}
-	return opts
+	return append(opts, fileOptions(o, core.WithDebugDirs, core.WithSysroot, core.WithFileMap)...)
 }
 
 // runCore prints the state of the program in core files: one in full, or

@@ -60,6 +60,19 @@ func lookup(ctx *C.ompd_address_space_context_t) *aspace {
 	return registry.m[uint64(ctx.id)]
 }
 
+// lookupFor is lookup for a callback that moves n bytes: StaleHandle for
+// an unknown context, BadInput for a size past 1 GiB.
+func lookupFor(ctx *C.ompd_address_space_context_t, n C.ompd_size_t) (*aspace, RC) {
+	a := lookup(ctx)
+	if a == nil {
+		return nil, StaleHandle
+	}
+	if n > 1<<30 {
+		return nil, BadInput
+	}
+	return a, OK
+}
+
 func (a *aspace) osThreads() ([]target.Thread, error) {
 	if !a.listed {
 		a.threads, a.threadsErr = a.t.Threads()
@@ -122,12 +135,9 @@ func ompdGoSymbolAddr(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_c
 
 //export ompdGoReadMemory
 func ompdGoReadMemory(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_context_t, addr C.uint64_t, n C.ompd_size_t, buf unsafe.Pointer) C.ompd_rc_t {
-	a := lookup(ctx)
-	if a == nil {
-		return C.ompd_rc_t(StaleHandle)
-	}
-	if n > 1<<30 {
-		return C.ompd_rc_t(BadInput)
+	a, rc := lookupFor(ctx, n)
+	if rc != OK {
+		return C.ompd_rc_t(rc)
 	}
 	b := unsafe.Slice((*byte)(buf), int(n))
 	return rcOf(a.t.ReadMemory(b, uint64(addr)), true)
@@ -135,12 +145,9 @@ func ompdGoReadMemory(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_c
 
 //export ompdGoWriteMemory
 func ompdGoWriteMemory(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_context_t, addr C.uint64_t, n C.ompd_size_t, buf unsafe.Pointer) C.ompd_rc_t {
-	a := lookup(ctx)
-	if a == nil {
-		return C.ompd_rc_t(StaleHandle)
-	}
-	if n > 1<<30 {
-		return C.ompd_rc_t(BadInput)
+	a, rc := lookupFor(ctx, n)
+	if rc != OK {
+		return C.ompd_rc_t(rc)
 	}
 	b := append([]byte(nil), unsafe.Slice((*byte)(buf), int(n))...)
 	return rcOf(a.t.WriteMemory(uint64(addr), b), false)
@@ -153,12 +160,9 @@ func ompdGoWriteMemory(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_
 //
 //export ompdGoReadString
 func ompdGoReadString(ctx *C.ompd_address_space_context_t, tctx *C.ompd_thread_context_t, addr C.uint64_t, n C.ompd_size_t, buf unsafe.Pointer, got *C.ompd_size_t) C.ompd_rc_t {
-	a := lookup(ctx)
-	if a == nil {
-		return C.ompd_rc_t(StaleHandle)
-	}
-	if n > 1<<30 {
-		return C.ompd_rc_t(BadInput)
+	a, rc := lookupFor(ctx, n)
+	if rc != OK {
+		return C.ompd_rc_t(rc)
 	}
 	out := unsafe.Slice((*byte)(buf), int(n))
 	const page = 4096

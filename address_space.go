@@ -162,6 +162,15 @@ func (as *AddressSpace) check() error {
 	return nil
 }
 
+// checkHandle is check for the address space of a handle of the given
+// kind ("Thread", ScopeParallel, ...): a zero handle has none.
+func (as *AddressSpace) checkHandle(kind any) error {
+	if as == nil {
+		return errorf(ErrBadInput, "zero %v handle", kind)
+	}
+	return as.check()
+}
+
 // OpenMPVersion returns the OpenMP version the runtime implements, as the
 // value of _OPENMP (ompd_get_omp_version), e.g. 201611.
 func (as *AddressSpace) OpenMPVersion() (int, error) {

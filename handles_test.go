@@ -215,3 +215,26 @@ func TestFakeStaleHandles(t *testing.T) {
 		})
 	})
 }
+
+// TestZeroHandles checks that the zero value of each handle answers
+// ErrBadInput naming the handle, from its records and its ICVs alike.
+func TestZeroHandles(t *testing.T) {
+	var th ompd.Thread
+	var p ompd.Parallel
+	var k ompd.Task
+	_, err := th.Num()
+	assert.ErrorIs(t, err, ompd.ErrBadInput)
+	assert.ErrorContains(t, err, "zero Thread handle")
+	_, err = p.Level()
+	assert.ErrorIs(t, err, ompd.ErrBadInput)
+	assert.ErrorContains(t, err, "zero Parallel handle")
+	_, err = k.Kind()
+	assert.ErrorIs(t, err, ompd.ErrBadInput)
+	assert.ErrorContains(t, err, "zero Task handle")
+	_, err = th.ICV(ompd.ICVNthreadsVar)
+	assert.ErrorIs(t, err, ompd.ErrBadInput)
+	assert.ErrorContains(t, err, "zero thread handle")
+	_, err = p.ICV(ompd.ICVTeamSizeVar)
+	assert.ErrorIs(t, err, ompd.ErrBadInput)
+	assert.ErrorContains(t, err, "zero parallel handle")
+}

@@ -187,10 +187,7 @@ func (as *AddressSpace) icv(sc omprt.ScopeRef, id ICV) (omprt.Value, error) {
 	if err := checkScope(id, ScopeKind(sc.Kind)); err != nil {
 		return omprt.Value{}, err
 	}
-	if as == nil {
-		return omprt.Value{}, errorf(ErrBadInput, "zero %v handle", ScopeKind(sc.Kind))
-	}
-	if err := as.check(); err != nil {
+	if err := as.checkHandle(ScopeKind(sc.Kind)); err != nil {
 		return omprt.Value{}, err
 	}
 	return as.rt.ICV(sc, omprt.ICV(id))

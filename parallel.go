@@ -48,10 +48,7 @@ func (p Parallel) String() string {
 
 // data returns the region's record at this stop.
 func (p Parallel) data() (*omprt.RegionData, error) {
-	if p.as == nil {
-		return nil, errorf(ErrBadInput, "zero Parallel handle")
-	}
-	if err := p.as.check(); err != nil {
+	if err := p.as.checkHandle("Parallel"); err != nil {
 		return nil, err
 	}
 	return p.as.rt.Region(p.ref)

@@ -43,10 +43,7 @@ func (t Task) String() string {
 
 // data returns the task's record at this stop.
 func (t Task) data() (*omprt.TaskData, error) {
-	if t.as == nil {
-		return nil, errorf(ErrBadInput, "zero Task handle")
-	}
-	if err := t.as.check(); err != nil {
+	if err := t.as.checkHandle("Task"); err != nil {
 		return nil, err
 	}
 	return t.as.rt.Task(t.ref)

@@ -42,10 +42,7 @@ func (t Thread) String() string {
 
 // data returns the thread's record at this stop.
 func (t Thread) data() (*omprt.ThreadData, error) {
-	if t.as == nil {
-		return nil, errorf(ErrBadInput, "zero Thread handle")
-	}
-	if err := t.as.check(); err != nil {
+	if err := t.as.checkHandle("Thread"); err != nil {
 		return nil, err
 	}
 	d, err := t.as.rt.Thread(t.ref)

@@ -34,16 +34,77 @@ func TestFakeAbsurdCounts(t *testing.T) {
 				_, err = as.ThreadByOSThread(ompd.PthreadID, s.Threads[0].Pthread)
 				assert.ErrorIs(t, err, c.want, "capacity %d", c.capacity)
 			}
-			// Zero capacity: no threads, handles stale.
+			// Zero capacity, as after the runtime's __kmp_cleanup (which
+			// reaps every thread first): no threads, handles stale.
 			s, as := fakeOpenNested(t, cfg)
 			th := fakeThreads(t, as)[1]
 			s.RT.SetCapacityValue(0)
+			s.RT.SetGlobal("__kmp_all_nth", 0)
 			as.Refresh()
 			ths, err := as.Threads()
 			require.NoError(t, err)
 			assert.Empty(t, ths)
 			_, err = th.Num()
 			assert.ErrorIs(t, err, ompd.ErrStaleHandle)
+		})
+		t.Run("thread table", func(t *testing.T) {
+			// The table agrees with what the runtime allows and counts,
+			// or nothing is read from it (kmp checkCapacity, checkCount).
+			threads := func(set func(s *fakeruntime.Scenario)) ([]ompd.Thread, error, *fakeruntime.Scenario) {
+				s, as := fakeOpenNested(t, cfg)
+				set(s)
+				as.Refresh()
+				ths, err := as.Threads()
+				return ths, err, s
+			}
+			garbage := func(s *fakeruntime.Scenario, from, to int) {
+				s.RT.SetThreadsCapacity(64)
+				for i := from; i < to; i++ {
+					s.RT.SetThreadsEntry(i, 0xdead_0000+uint64(i)*0x1000)
+				}
+			}
+			for _, c := range []struct {
+				name string
+				set  func(s *fakeruntime.Scenario)
+				msg  string
+			}{
+				{"capacity above __kmp_sys_max_nth", func(s *fakeruntime.Scenario) {
+					s.RT.SetGlobal("__kmp_sys_max_nth", 3)
+				}, "above __kmp_sys_max_nth 3"},
+				{"__kmp_sys_max_nth 0", func(s *fakeruntime.Scenario) { s.RT.SetGlobal("__kmp_sys_max_nth", 0) }, "__kmp_sys_max_nth 0"},
+				{"negative __kmp_all_nth", func(s *fakeruntime.Scenario) { s.RT.SetGlobal("__kmp_all_nth", -1) }, "__kmp_all_nth -1 threads"},
+				{"__kmp_all_nth above capacity", func(s *fakeruntime.Scenario) {
+					s.RT.SetGlobal("__kmp_all_nth", s.RT.Global("__kmp_threads_capacity")+1)
+				}, "outside the thread table's capacity"},
+				{"garbage entries", func(s *fakeruntime.Scenario) { garbage(s, 20, 22) }, "__kmp_threads holds 7 threads among its 64 entries, but __kmp_all_nth counts 5"},
+			} {
+				ths, err, _ := threads(c.set)
+				assert.ErrorIs(t, err, ompd.ErrCorrupt, c.name)
+				assert.ErrorContains(t, err, c.msg, c.name)
+				assert.Empty(t, ths, c.name)
+			}
+			// One entry more than __kmp_all_nth, as while the runtime
+			// adds or reaps a thread: it costs that thread only.
+			ths, err, _ := threads(func(s *fakeruntime.Scenario) { garbage(s, 20, 21) })
+			require.NoError(t, err)
+			require.Len(t, ths, 6)
+			_, err = ths[5].Num()
+			assert.ErrorIs(t, err, ompd.ErrReadFailed, "the garbage entry")
+			_, err = ths[0].Num()
+			assert.NoError(t, err)
+			// A large table holding few threads (OMP_NUM_THREADS sizes
+			// the first one, four entries per thread): fine.
+			ths, err, _ = threads(func(s *fakeruntime.Scenario) { s.RT.SetThreadsCapacity(1 << 16) })
+			require.NoError(t, err)
+			assert.Len(t, ths, 5)
+			// A runtime whose symbols name neither count: not checked.
+			ths, err, _ = threads(func(s *fakeruntime.Scenario) {
+				s.T.DeleteSymbol("__kmp_all_nth")
+				s.T.DeleteSymbol("__kmp_sys_max_nth")
+				garbage(s, 20, 22)
+			})
+			require.NoError(t, err)
+			assert.Len(t, ths, 7)
 		})
 		t.Run("nproc", func(t *testing.T) {
 			for _, n := range []int{1 << 30, 0, -5} {

@@ -296,6 +296,7 @@ func globalDefs(l *Layout) []global {
 		{"__kmp_threads_capacity", 4, false},
 		{"__kmp_nth", 4, true},
 		{"__kmp_all_nth", 4, false},
+		{"__kmp_sys_max_nth", 4, false},
 		{"__kmp_avail_proc", 4, true},
 		{"__kmp_max_nth", 4, true},
 		{"__kmp_stksize", p, true},

@@ -160,6 +160,7 @@ func New(t *Target) *Runtime {
 	rt.SetGlobal("ompd_rtl_version", 5)
 	rt.SetGlobal("__kmp_avail_proc", 8)
 	rt.SetGlobal("__kmp_max_nth", 256)
+	rt.SetGlobal("__kmp_sys_max_nth", 2147483647) // INT_MAX: Linux's unlimited threads
 	rt.SetGlobal("__kmp_cg_max_nth", 2147483647)
 	rt.SetGlobal("__kmp_dflt_max_active_levels", 1)
 	rt.SetGlobal("__kmp_sched", SchedStatic)

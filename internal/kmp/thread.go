@@ -109,6 +109,10 @@ func (s *stop) readTable() (*threadTable, error) {
 	if capacity < 0 || capacity > maxThreadsCapacity {
 		return nil, errorf(omprt.ErrCorrupt, "__kmp_threads_capacity %d out of range", capacity)
 	}
+	allNth, err := s.checkCapacity(capacity)
+	if err != nil {
+		return nil, err
+	}
 	tab, err := rt.sym("__kmp_threads")
 	if err != nil {
 		return nil, wrapErr(omprt.ErrIncompatible, err, "runtime variable __kmp_threads")
@@ -131,6 +135,9 @@ func (s *stop) readTable() (*threadTable, error) {
 		if v.Uint(i*ptr, ptr) != 0 {
 			n++
 		}
+	}
+	if err := s.checkCount(int64(n), allNth, capacity); err != nil {
+		return nil, err
 	}
 	tt.byGTID = make([]int32, capacity)
 	tt.byAddr, tt.byPth = make(map[uint64]int32, n), make(map[uint64]int32, n)
@@ -171,6 +178,66 @@ func (s *stop) readTable() (*threadTable, error) {
 	}
 	tt.recs = make([]atomic.Pointer[threadRec], len(tt.refs))
 	return tt, nil
+}
+
+// checkCapacity checks __kmp_threads_capacity against what the runtime
+// allows (kmp_runtime.cpp): __kmp_expand_threads grows the table, doubling
+// it, up to __kmp_sys_max_nth and never past it (KMP_MAX_NTH or INT_MAX
+// on Linux, where _SC_THREAD_THREADS_MAX is -1), and __kmp_all_nth, the
+// number of threads in the table, never exceeds it. It returns
+// __kmp_all_nth, or -1 if the runtime's symbols do not name it.
+func (s *stop) checkCapacity(capacity int64) (int64, error) {
+	rt := s.rt
+	sysMax, ok, err := rt.optGlobal("__kmp_sys_max_nth")
+	switch {
+	case err != nil:
+		return 0, err
+	case ok && sysMax < 1:
+		return 0, errorf(omprt.ErrCorrupt, "__kmp_sys_max_nth %d: the runtime sets it to at least 1", sysMax)
+	case ok && capacity > sysMax:
+		return 0, errorf(omprt.ErrCorrupt, "__kmp_threads_capacity %d above __kmp_sys_max_nth %d, the most the runtime grows the thread table to", capacity, sysMax)
+	}
+	allNth, ok, err := rt.optGlobal("__kmp_all_nth")
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return -1, nil
+	case allNth < 0 || allNth > capacity:
+		return 0, errorf(omprt.ErrCorrupt, "__kmp_all_nth %d threads outside the thread table's capacity (__kmp_threads_capacity %d)", allNth, capacity)
+	}
+	return allNth, nil
+}
+
+// checkCount checks the number of entries of __kmp_threads, n, before the
+// decoder reads and keeps a kmp_info_t for each: against __kmp_all_nth
+// (allNth, -1 if unknown), and against the bytes one stop may read. The
+// runtime sets or clears an entry next to its change of __kmp_all_nth,
+// one at a time under __kmp_forkjoin_lock (__kmp_register_root,
+// __kmp_allocate_thread, __kmp_reap_thread), so a stop sees at most one
+// entry more than the count: one garbage entry costs its thread only, more
+// are a table read past its end (a corrupt capacity) or garbage. The
+// kmp_info_t extents of one table may take at most half of what a stop
+// may read, leaving the rest for teams and tasks.
+func (s *stop) checkCount(n, allNth, capacity int64) error {
+	if allNth >= 0 && n > allNth+1 {
+		return errorf(omprt.ErrCorrupt, "__kmp_threads holds %d threads among its %d entries, but __kmp_all_nth counts %d", n, capacity, allNth)
+	}
+	ext := s.rt.l.thExtent
+	if limit := s.rt.mem.Limit() / 2; uint64(n)*ext > uint64(limit) {
+		return errorf(omprt.ErrCorrupt, "__kmp_threads holds %d threads: %d bytes of kmp_info_t (%d each), more than the %d one thread table may read", n, uint64(n)*ext, ext, limit)
+	}
+	return nil
+}
+
+// optGlobal reads the int global name, which a runtime may lack: ok is
+// false if the runtime's symbols do not name it.
+func (rt *Runtime) optGlobal(name string) (v int64, ok bool, err error) {
+	v, err = rt.global(name, 4, true)
+	if errors.Is(err, target.ErrNotFound) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
 }
 
 // Threads lists the threads of the runtime's thread table, in gtid order.

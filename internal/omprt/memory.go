@@ -75,14 +75,18 @@ func (m *Memory) Refresh() {
 // Used returns how many bytes of target memory the stop has read so far.
 func (m *Memory) Used() int64 { return m.used.Load() }
 
+// Limit returns how many bytes of target memory one stop may read.
+func (m *Memory) Limit() int64 {
+	if m.Budget > 0 {
+		return m.Budget
+	}
+	return MaxStopBytes
+}
+
 // reserve counts n bytes about to be read at addr against the stop's
 // budget, or refuses them with a *target.ReadError wrapping ErrStopBudget.
 func (m *Memory) reserve(addr uint64, n int) error {
-	limit := m.Budget
-	if limit <= 0 {
-		limit = MaxStopBytes
-	}
-	if m.used.Add(int64(n)) > limit {
+	if m.used.Add(int64(n)) > m.Limit() {
 		m.used.Add(-int64(n))
 		return &target.ReadError{Addr: addr, Size: n, Err: ErrStopBudget}
 	}

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,4 +253,55 @@ func TestCorruptRuntimeNTFile(t *testing.T) {
 		}
 	}
 	assert.Greater(t, checked, 20)
+}
+
+// A real core whose thread table disagrees with what LLVM's runtime allows
+// or counts is refused before its entries are read, naming the variables:
+// the mutation harness's tasks seed 4242 mutation 2783 (a capacity raised
+// by 2^18 made the decoder read a kmp_info_t for every garbage word past
+// the array), a __kmp_all_nth below the entries, a capacity above
+// __kmp_sys_max_nth. The clean core keeps each bound.
+func TestCoreThreadTableBounds(t *testing.T) {
+	m := newMutator(t, fixtures.Tasks, nil)
+	le := binary.LittleEndian
+	global := func(name string) (int64, uint32) {
+		a, err := m.clean.LookupSymbol(name)
+		require.NoError(t, err, name)
+		off, ok := m.fileOffset(a, 4)
+		require.True(t, ok, "%s is in the core", name)
+		return off, le.Uint32(m.data[off:])
+	}
+	capOff, capacity := global("__kmp_threads_capacity")
+	allOff, allNth := global("__kmp_all_nth")
+	sysOff, sysMax := global("__kmp_sys_max_nth")
+	clean, err := ompd.Open(m.clean)
+	require.NoError(t, err)
+	ths, err := clean.Threads()
+	require.NoError(t, err)
+	clean.Close()
+	assert.LessOrEqual(t, capacity, sysMax, "the runtime keeps the capacity within __kmp_sys_max_nth")
+	assert.LessOrEqual(t, allNth, capacity)
+	assert.Len(t, ths, int(allNth), "__kmp_all_nth counts the entries")
+
+	for _, c := range []struct {
+		name string
+		off  int64
+		v    uint32
+		msg  string
+	}{
+		{"capacity + 2^18", capOff, capacity + 1<<18, fmt.Sprintf("but __kmp_all_nth counts %d", allNth)},
+		{"__kmp_all_nth 0", allOff, 0, fmt.Sprintf("__kmp_threads holds %d threads among its %d entries, but __kmp_all_nth counts 0", len(ths), capacity)},
+		{"__kmp_all_nth above the capacity", allOff, capacity + 1, "outside the thread table's capacity"},
+		{"__kmp_sys_max_nth below the capacity", sysOff, capacity - 1, fmt.Sprintf("__kmp_threads_capacity %d above __kmp_sys_max_nth %d", capacity, capacity-1)},
+	} {
+		ov := &overlay{base: m.data, size: int64(len(m.data)), patches: []patch{{off: c.off, data: le.AppendUint32(nil, c.v)}}}
+		as, err := ompd.Open(m.clean.withReader(ov))
+		require.NoError(t, err, c.name)
+		_, err = as.Threads()
+		assert.ErrorIs(t, err, ompd.ErrCorrupt, c.name)
+		assert.ErrorContains(t, err, c.msg, c.name)
+		_, err = as.Snapshot(t.Context())
+		assert.ErrorIs(t, err, ompd.ErrCorrupt, c.name)
+		as.Close()
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/omprt"
 )
 
@@ -21,7 +22,7 @@ func (r *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 	d := &display{r: r}
 	var in *displayICVs
 	var err error
-	if r.lib.newestNode == "" || !versionLess("5.1", strings.TrimPrefix(r.lib.newestNode, "GOMP_")) {
+	if r.lib.newestNode == "" || !gompver.Less("5.1", strings.TrimPrefix(r.lib.newestNode, "GOMP_")) {
 		in, err = d.globalICVs()
 	} else {
 		d.devices = true

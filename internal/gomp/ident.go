@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/hex"
-	"fmt"
 	"path"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
@@ -212,10 +212,8 @@ func (l *library) readVerdefs(mem *omprt.Memory, tags map[elf.DynTag]uint64) str
 			name, err := mem.Uint(vd+aux, 4, "libgomp version name")
 			if err == nil {
 				s, err := mem.String(strtab+name, "libgomp version name")
-				if err == nil && strings.HasPrefix(s, "GOMP_") && !strings.HasPrefix(s, "GOMP_PLUGIN") {
-					if newest == "" || versionLess(newest[5:], s[5:]) {
-						newest = s
-					}
+				if err == nil {
+					newest = gompver.Newer(newest, s)
 				}
 			}
 		}
@@ -226,24 +224,6 @@ func (l *library) readVerdefs(mem *omprt.Memory, tags map[elf.DynTag]uint64) str
 		vd += next
 	}
 	return newest
-}
-
-// versionLess compares dotted version numbers.
-func versionLess(a, b string) bool {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y int
-		if i < len(as) {
-			fmt.Sscan(as[i], &x)
-		}
-		if i < len(bs) {
-			fmt.Sscan(bs[i], &y)
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }
 
 // readBuildID reads the GNU build-id note through the program headers

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/objfile"
 )
 
@@ -113,11 +114,7 @@ func read(path string) (*lib, error) {
 		return nil, fmt.Errorf("version definitions: %w", err)
 	}
 	for _, v := range vers {
-		if strings.HasPrefix(v.Name, "GOMP_") && !strings.HasPrefix(v.Name, "GOMP_PLUGIN") {
-			if l.node == "" || versionLess(l.node[5:], v.Name[5:]) {
-				l.node = v.Name
-			}
-		}
+		l.node = gompver.Newer(l.node, v.Name)
 	}
 	for _, s := range f.Sections {
 		if s.Type == elf.SHT_NOTE {
@@ -338,22 +335,4 @@ func readSpecs(file string) error {
 		typeSpecs = append(typeSpecs, spec{Const: kv.Key.(*ast.Ident).Name, Type: str(kv.Value)})
 	}
 	return nil
-}
-
-// versionLess compares dotted version numbers.
-func versionLess(a, b string) bool {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }

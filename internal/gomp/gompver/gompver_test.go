@@ -1,0 +1,25 @@
+package gompver
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestNewer(t *testing.T) {
+	newest := ""
+	for _, name := range []string{"OMP_1.0", "GOMP_1.0", "GOMP_4.0.1", "GOMP_PLUGIN_1.3", "GOMP_4.0", "GOMP_5.1", "GOMP_5.0.1", "GOMP_4.5"} {
+		newest = Newer(newest, name)
+	}
+	assert.Equal(t, "GOMP_5.1", newest)
+	assert.Equal(t, "GOMP_5.1.2", Newer(newest, "GOMP_5.1.2"))
+	assert.Equal(t, "", Newer("", "GOMP_PLUGIN_9.0"))
+}
+
+func TestLess(t *testing.T) {
+	assert.True(t, Less("5.1", "5.1.2"))
+	assert.True(t, Less("4.5", "5.0"))
+	assert.True(t, Less("5.9", "5.10"))
+	assert.False(t, Less("5.1", "5.1.0"))
+	assert.False(t, Less("5.1.2", "5.1"))
+}

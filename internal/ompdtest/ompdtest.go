@@ -7,6 +7,7 @@ package ompdtest
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -236,30 +237,27 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 	}
 }
 
-// Regions returns the thread's region nest, innermost first.
+// Regions returns the thread's region nest, innermost first. The walk must
+// end at the top (Enclosing answering ErrUnavailable), with no other error.
 func Regions(t *testing.T, th ompd.Thread) []ompd.Parallel {
 	t.Helper()
-	var out []ompd.Parallel
-	p, err := th.CurrentParallel()
-	for ; err == nil; p, err = p.Enclosing() {
-		out = append(out, p)
-		require.Less(t, len(out), 1000, "region nest does not end")
-	}
-	require.ErrorIs(t, err, ompd.ErrUnavailable)
-	return out
+	return collect(t, th.Regions(), "region nest")
 }
 
 // Tasks returns the thread's task chain (current task, then generating
-// ancestors).
+// ancestors), which must end as Regions' does.
 func Tasks(t *testing.T, th ompd.Thread) []ompd.Task {
 	t.Helper()
-	var out []ompd.Task
-	k, err := th.CurrentTask()
-	for ; err == nil; k, err = k.Generating() {
-		out = append(out, k)
-		require.Less(t, len(out), 1000, "task chain does not end")
+	return collect(t, th.Tasks(), "task chain")
+}
+
+func collect[H any](t *testing.T, walk iter.Seq2[H, error], what string) []H {
+	t.Helper()
+	var out []H
+	for h, err := range walk {
+		require.NoError(t, err, what)
+		out = append(out, h)
 	}
-	require.ErrorIs(t, err, ompd.ErrUnavailable)
 	return out
 }
 

@@ -320,8 +320,8 @@ func (d *display) places() (string, error) {
 	if d.err != nil {
 		return "", d.err
 	}
-	if n > 1<<16 || setSize > 1<<16 {
-		return "", omprt.Errorf(omprt.ErrCorrupt, "gomp: %d places of %d bytes", n, setSize)
+	if n > 1<<16 || setSize > maxCPUSetSize || n*setSize > maxPlacesBytes {
+		return "", omprt.Errorf(omprt.ErrCorrupt, "gomp: gomp_places_list_len %d places of gomp_cpuset_size %d bytes (at most %d bytes a set, %d in all)", n, setSize, maxCPUSetSize, maxPlacesBytes)
 	}
 	var b strings.Builder
 	for i := uint64(0); i < n; i++ {
@@ -360,6 +360,21 @@ func (d *display) places() (string, error) {
 		} else {
 			b.WriteString("},")
 		}
+		if b.Len() > maxPlacesText {
+			return "", omprt.Errorf(omprt.ErrCorrupt, "gomp: OMP_PLACES of gomp_places_list_len %d places longer than %d bytes at place %d", n, maxPlacesText, i)
+		}
 	}
 	return b.String(), nil
 }
+
+// Bounds of what places reads and writes. libgomp sizes its cpu sets for
+// the CPUs the kernel configures (config/linux/proc.c: CPU_ALLOC_SIZE of
+// _SC_NPROCESSORS_CONF, grown until pthread_getaffinity_np takes it), and
+// Linux configures at most 8192 (1 KiB a set); OMP_PLACES=threads there
+// is 8192 places, 8 MiB of sets and about 60 KB of text. Each bound is
+// several times that.
+const (
+	maxCPUSetSize  = 8 << 10  // bytes of one set: 65536 CPUs
+	maxPlacesBytes = 32 << 20 // bytes of all the sets
+	maxPlacesText  = 1 << 20  // bytes of OMP_PLACES as displayed
+)

@@ -23,11 +23,7 @@ func (rt *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 	if err := rt.needOMPD("display control variables"); err != nil {
 		return nil, err
 	}
-	addr, err := rt.sym("ompd_env_block")
-	if err != nil {
-		return nil, wrapErr(omprt.ErrIncompatible, err, "ompd_env_block")
-	}
-	block, err := rt.readPtr(addr, "ompd_env_block")
+	block, err := rt.globalPtr("ompd_env_block")
 	if err != nil {
 		return nil, err
 	}

@@ -164,13 +164,18 @@ func (rt *Runtime) global(name string, def uint64, signed bool) (int64, error) {
 	return int64(v.Uint(0, size)), nil
 }
 
-// globalString reads the char* global variable name.
-func (rt *Runtime) globalString(name string) (string, error) {
+// globalPtr reads the pointer global variable name.
+func (rt *Runtime) globalPtr(name string) (uint64, error) {
 	addr, err := rt.sym(name)
 	if err != nil {
-		return "", wrapErr(omprt.ErrIncompatible, err, "runtime variable %s", name)
+		return 0, wrapErr(omprt.ErrIncompatible, err, "runtime variable %s", name)
 	}
-	p, err := rt.readPtr(addr, name)
+	return rt.readPtr(addr, name)
+}
+
+// globalString reads the char* global variable name.
+func (rt *Runtime) globalString(name string) (string, error) {
+	p, err := rt.globalPtr(name)
 	if err != nil {
 		return "", err
 	}

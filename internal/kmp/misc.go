@@ -39,11 +39,7 @@ func (rt *Runtime) DLLLocations() ([]string, error) {
 	if err := rt.needOMPD("DLL locations"); err != nil {
 		return nil, err
 	}
-	addr, err := rt.sym("ompd_dll_locations")
-	if err != nil {
-		return nil, wrapErr(omprt.ErrIncompatible, err, "ompd_dll_locations")
-	}
-	arr, err := rt.readPtr(addr, "ompd_dll_locations")
+	arr, err := rt.globalPtr("ompd_dll_locations")
 	if err != nil {
 		return nil, err
 	}

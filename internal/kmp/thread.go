@@ -113,11 +113,7 @@ func (s *stop) readTable() (*threadTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	tab, err := rt.sym("__kmp_threads")
-	if err != nil {
-		return nil, wrapErr(omprt.ErrIncompatible, err, "runtime variable __kmp_threads")
-	}
-	arr, err := rt.readPtr(tab, "__kmp_threads")
+	arr, err := rt.globalPtr("__kmp_threads")
 	if err != nil {
 		return nil, err
 	}

@@ -127,6 +127,15 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 	if err := m.fill(first, last); err != nil {
 		return m.direct(addr, n)
 	}
+	m.mu.RLock()
+	p = m.pages[first]
+	m.mu.RUnlock()
+	if uint64(cap(p)) >= off+uint64(n) {
+		return p[off : off+uint64(n) : off+uint64(n)], nil // fill read them together
+	}
+	if err := m.reserve(addr, n); err != nil { // the copy outlives the pages
+		return nil, err
+	}
 	out := make([]byte, 0, n)
 	m.mu.RLock()
 	defer m.mu.RUnlock()

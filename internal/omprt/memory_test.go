@@ -299,6 +299,7 @@ func TestMemoryStopBudget(t *testing.T) {
 	}
 	require.NoError(t, read(base+6*page+8, page), "two pages, one read")
 	assert.Equal(t, int64(8*page), mem.Used())
+	require.ErrorIs(t, read(base+page-8, 16), omprt.ErrStopBudget, "a copy across two cached pages read apart")
 	err := read(base+9*page, 64)
 	require.ErrorIs(t, err, omprt.ErrStopBudget, "a ninth page")
 	var re *target.ReadError
@@ -320,7 +321,7 @@ func TestMemoryStopBudget(t *testing.T) {
 	}
 	assert.Equal(t, int64(8*page), mem.Used())
 	require.NoError(t, read(base+8, 64), "a cached page still answers")
-	require.NoError(t, read(base+page-8, 16), "so do two cached pages")
+	require.NoError(t, read(base+6*page+4000, 200), "so do two cached pages read together")
 
 	mem.Refresh()
 	assert.Zero(t, mem.Used())

@@ -134,7 +134,7 @@ func (o *Object) Row(pc uint64) (*frame.FrameContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	fc, err := establish(fde, pc)
+	fc, err := Establish(fde, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +146,10 @@ func (o *Object) Row(pc uint64) (*frame.FrameContext, error) {
 	return fc, nil
 }
 
-// establish runs the entry's CFA program up to pc, turning a panic of
-// Delve's interpreter on malformed instructions into an error.
-func establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameContext, err error) {
+// Establish runs the entry's CFA program up to pc, turning a panic of
+// Delve's interpreter on malformed instructions into an error: the row of
+// the call-frame table at pc, as Row gives it without the cache.
+func Establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameContext, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fc, err = nil, fmt.Errorf("malformed call-frame instructions for %#x: %v", pc, r)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/go-delve/delve/pkg/dwarf/op"
 
+	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -68,7 +69,7 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 	} else {
 		var fde *frame.FrameDescriptionEntry
 		if fde, err = cfi.FDE(look); err == nil {
-			fc, err = establish(fde, look)
+			fc, err = objfile.Establish(fde, look)
 		}
 	}
 	if err != nil {
@@ -169,21 +170,6 @@ func ptrSize(m elf.Machine) int {
 		return 4
 	}
 	return 8
-}
-
-// establish runs the entry's CFA program up to pc, turning a panic of
-// Delve's interpreter on malformed instructions into an error.
-func establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameContext, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fc, err = nil, fmt.Errorf("unwind: malformed call-frame instructions for %#x: %v", pc, r)
-		}
-	}()
-	fc, err = fde.EstablishFrame(pc)
-	if err != nil {
-		return nil, fmt.Errorf("unwind: call-frame instructions for %#x: %w", pc, err)
-	}
-	return fc, nil
 }
 
 // evaluator evaluates DWARF expressions of call-frame information against

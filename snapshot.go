@@ -3,6 +3,7 @@ package ompd
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
@@ -154,6 +155,67 @@ type snap struct {
 	flags   map[uint32]string
 	scopes  map[ScopeKind]string
 	nThICVs int // ICVs a thread and its task have, for the slice's size
+	// The threads' slices and strings are carved out of shared blocks:
+	// a few allocations per snapshot instead of several per thread.
+	text                strings.Builder
+	icvBlock            []ICVValue
+	regBlock, regWalk   []ParallelSnapshot
+	taskBlock, taskWalk []TaskSnapshot
+	block               int // elements per block of regions and tasks
+}
+
+// textBlock is the size of the blocks of snapshot strings.
+const textBlock = 8 << 10
+
+// str returns b as a string, kept with other strings of the snapshot: the
+// bytes already in the builder never change, so its String's substrings
+// stay valid while it grows within its capacity, and a full builder is
+// replaced, not grown.
+func (sn *snap) str(b []byte) string {
+	if sn.text.Cap()-sn.text.Len() < len(b) {
+		sn.text = strings.Builder{}
+		sn.text.Grow(max(textBlock, len(b)))
+	}
+	n := sn.text.Len()
+	sn.text.Write(b)
+	return sn.text.String()[n:]
+}
+
+// icvText is icvText with the numbers of ICVs made in the snapshot's
+// blocks.
+func (sn *snap) icvText(v omprt.Value, err error) (string, error) {
+	if err != nil || v.HasText || (v.Int >= 0 && v.Int < 100) { // strconv has those
+		return icvText(v, err)
+	}
+	var buf [24]byte
+	return sn.str(strconv.AppendInt(buf[:0], v.Int, 10)), nil
+}
+
+// icvSlot returns an empty slice with room for one thread's ICVs.
+func (sn *snap) icvSlot() []ICVValue {
+	n := sn.nThICVs
+	if cap(sn.icvBlock)-len(sn.icvBlock) < n {
+		sn.icvBlock = make([]ICVValue, 0, n*sn.block)
+	}
+	l := len(sn.icvBlock)
+	sn.icvBlock = sn.icvBlock[:l+n]
+	return sn.icvBlock[l : l : l+n]
+}
+
+// carve copies s into *block (a new block of at least size elements
+// when it has no room) and returns the copy, nil for an empty s. The
+// copy's capacity ends with it: appending to it never writes into
+// another thread's elements.
+func carve[T any](block *[]T, s []T, size int) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	if cap(*block)-len(*block) < len(s) {
+		*block = make([]T, 0, max(size, len(s)))
+	}
+	l := len(*block)
+	*block = append(*block, s...)
+	return (*block)[l:len(*block):len(*block)]
 }
 
 // function is as.function, once per address and snapshot.
@@ -244,6 +306,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 		return nil, err
 	}
 	s.Threads = make([]ThreadSnapshot, 0, len(threads))
+	sn.block = max(len(threads), 16)
 	for _, th := range threads {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -263,7 +326,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id string) []ICVValue {
 	scope := memo(sn.scopes, kind, kind.String)
 	for _, icv := range sn.byScope[kind] {
-		v, err := icvText(sn.as.rt.ICV(sc, omprt.ICV(icv)))
+		v, err := sn.icvText(sn.as.rt.ICV(sc, omprt.ICV(icv)))
 		if err != nil {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
@@ -274,7 +337,8 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 }
 
 func (sn *snap) thread(th Thread) ThreadSnapshot {
-	ts := ThreadSnapshot{ID: th.String(), GTID: th.GTID()}
+	var name [48]byte
+	ts := ThreadSnapshot{ID: sn.str(omprt.ThreadName(th.ref).Append(name[:0])), GTID: th.GTID()}
 	d, err := th.data()
 	if err != nil {
 		sn.note(ts.ID, "thread", err)
@@ -303,7 +367,7 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 			}
 		}
 	}
-	ts.ICVs = sn.appendICVs(make([]ICVValue, 0, sn.nThICVs), ScopeThread, th.scope(), ts.ID)
+	ts.ICVs = sn.appendICVs(sn.icvSlot(), ScopeThread, th.scope(), ts.ID)
 	if d.RegionErr != nil {
 		sn.note(ts.ID, "parallel chain", d.RegionErr)
 	} else {
@@ -321,8 +385,15 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 // regions walks a thread's region nest from r outwards. Levels must fall
 // at every step and stay >= 0, active levels must not exceed levels.
 func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
+	out := sn.walkRegions(id, r)
+	sn.regWalk = out[:0]
+	return carve(&sn.regBlock, out, sn.block)
+}
+
+// walkRegions is regions, the chain gathered in sn.regWalk.
+func (sn *snap) walkRegions(id string, r omprt.Ref) []ParallelSnapshot {
 	const what = "parallel chain"
-	var out []ParallelSnapshot
+	out := sn.regWalk[:0]
 	for {
 		if len(out) == maxWalk {
 			sn.cut(id, what, "more than %d regions", maxWalk)
@@ -345,9 +416,6 @@ func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
 				ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
 			}
 			sn.regs[r] = ps
-		}
-		if out == nil {
-			out = make([]ParallelSnapshot, 0, r.Level+1)
 		}
 		out = append(out, ps)
 		if d.EnclosingErr != nil {
@@ -380,8 +448,15 @@ func visited(refs []omprt.Ref, seen map[omprt.Ref]struct{}, t omprt.Ref) bool {
 // tasks walks a thread's task chain from t through its generating
 // ancestors, with a visited set.
 func (sn *snap) tasks(id string, t omprt.Ref) []TaskSnapshot {
+	out := sn.walkTasks(id, t)
+	sn.taskWalk = out[:0]
+	return carve(&sn.taskBlock, out, sn.block)
+}
+
+// walkTasks is tasks, the chain gathered in sn.taskWalk.
+func (sn *snap) walkTasks(id string, t omprt.Ref) []TaskSnapshot {
 	const what = "task chain"
-	var out []TaskSnapshot
+	out := sn.taskWalk[:0]
 	var refs [16]omprt.Ref          // the first tasks of the chain
 	var seen map[omprt.Ref]struct{} // all of them, once the chain is long
 	for {
@@ -410,7 +485,8 @@ func (sn *snap) tasks(id string, t omprt.Ref) []TaskSnapshot {
 			sn.note(id, what, err)
 			return out
 		}
-		tk := TaskSnapshot{ID: omprt.TaskName(t).String(), Kind: memo(sn.kinds, d.Kind, TaskKind(d.Kind).String), InFinal: d.InFinal}
+		var name [48]byte
+		tk := TaskSnapshot{ID: sn.str(omprt.TaskName(t).Append(name[:0])), Kind: memo(sn.kinds, d.Kind, TaskKind(d.Kind).String), InFinal: d.InFinal}
 		if d.FunctionErr == nil {
 			f := sn.function(d.Function)
 			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line

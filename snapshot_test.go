@@ -2,12 +2,14 @@ package ompd_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fakeruntime"
 )
 
@@ -28,6 +30,32 @@ func TestFakeSnapshot(t *testing.T) {
 		cancel()
 		_, err = as.Snapshot(ctx)
 		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// A snapshot's per-thread slices share blocks of memory, but none has room
+// to grow into another's: appending to one thread's list leaves the other
+// threads' alone, and every string stays what it was.
+func TestFakeSnapshotSlicesApart(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		_, as := fakeOpenNested(t, cfg)
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		want, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		for i := range snap.Threads {
+			ts := &snap.Threads[i]
+			ts.ICVs = append(ts.ICVs, ompd.ICVValue{Name: "x", Scope: "x", Value: "x"})
+			ts.Parallel = append(ts.Parallel, ompd.ParallelSnapshot{ID: "x"})
+			ts.Tasks = append(ts.Tasks, ompd.TaskSnapshot{ID: "x"})
+		}
+		for i := range snap.Threads {
+			got, w := snap.Threads[i], want.Threads[i]
+			assert.Equal(t, w.ID, got.ID)
+			assert.Equal(t, slices.Concat(w.ICVs, []ompd.ICVValue{{Name: "x", Scope: "x", Value: "x"}}), got.ICVs, "thread %d", i)
+			assert.Equal(t, slices.Concat(w.Parallel, []ompd.ParallelSnapshot{{ID: "x"}}), got.Parallel, "thread %d", i)
+			assert.Equal(t, slices.Concat(w.Tasks, []ompd.TaskSnapshot{{ID: "x"}}), got.Tasks, "thread %d", i)
+		}
 	})
 }
 

@@ -310,10 +310,15 @@ type ThreadName ThreadRef
 // String is "thread/GTID@ADDR".
 func (n ThreadName) String() string {
 	var buf [48]byte
-	b := append(buf[:0], "thread/"...)
+	return string(n.Append(buf[:0]))
+}
+
+// Append appends String's text to b.
+func (n ThreadName) Append(b []byte) []byte {
+	b = append(b, "thread/"...)
 	b = strconv.AppendInt(b, int64(n.ID), 10)
 	b = append(b, "@0x"...)
-	return string(strconv.AppendUint(b, n.Addr, 16))
+	return strconv.AppendUint(b, n.Addr, 16)
 }
 
 // RegionName formats a region ref as ompd's Parallel.String does,
@@ -323,10 +328,15 @@ type RegionName Ref
 // String is "parallel/TEAM/LLEVEL".
 func (n RegionName) String() string {
 	var buf [48]byte
-	b := append(buf[:0], "parallel/0x"...)
+	return string(n.Append(buf[:0]))
+}
+
+// Append appends String's text to b.
+func (n RegionName) Append(b []byte) []byte {
+	b = append(b, "parallel/0x"...)
 	b = strconv.AppendUint(b, n.Addr, 16)
 	b = append(b, "/L"...)
-	return string(strconv.AppendInt(b, int64(n.Level), 10))
+	return strconv.AppendInt(b, int64(n.Level), 10)
 }
 
 // TaskName formats a task ref as ompd's Task.String does: "task/ADDR" for
@@ -336,13 +346,18 @@ type TaskName Ref
 // String is "task/ADDR" or "task/ADDR/LLEVEL".
 func (n TaskName) String() string {
 	var buf [48]byte
-	b := append(buf[:0], "task/0x"...)
+	return string(n.Append(buf[:0]))
+}
+
+// Append appends String's text to b.
+func (n TaskName) Append(b []byte) []byte {
+	b = append(b, "task/0x"...)
 	b = strconv.AppendUint(b, n.Addr, 16)
 	if n.Level >= 0 {
 		b = append(b, "/L"...)
 		b = strconv.AppendInt(b, int64(n.Level), 10)
 	}
-	return string(b)
+	return b
 }
 
 // IDKindName names a thread id kind as ompd.ThreadIDKind does.

@@ -11,7 +11,7 @@ import (
 // ScopeKind is the kind of handle an ICV is read from (ompd_scope_t).
 type ScopeKind int
 
-// ICV scopes (ompd_scope_t), the runtime boundary's values.
+// ICV scopes: ompd_scope_t's values, 1 (global) to 6 (task) in this order.
 const (
 	ScopeGlobal       ScopeKind = omprt.ScopeGlobal       // global
 	ScopeAddressSpace ScopeKind = omprt.ScopeAddressSpace // address_space

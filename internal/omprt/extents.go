@@ -3,7 +3,14 @@ package omprt
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
+
+// scratchRuns holds the buffers ReadEach reads runs into, which it keeps
+// nothing of: a fresh buffer of a few hundred KB per call costs its
+// clearing, and the page faults of the target's copy into it, more than
+// the read itself.
+var scratchRuns = sync.Pool{New: func() any { return new([]byte) }}
 
 // ReadEach reads the size bytes at each address of addrs, the structures
 // of one kind a runtime allocates one after the other (its per-thread
@@ -70,7 +77,12 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 		biggest = max(biggest, int(last-first)+PageSize)
 		i = j
 	}
-	scratch := make([]byte, biggest)
+	sp := scratchRuns.Get().(*[]byte)
+	defer scratchRuns.Put(sp)
+	if cap(*sp) < biggest {
+		*sp = make([]byte, biggest)
+	}
+	scratch := (*sp)[:biggest]
 	i := 0
 	for r, j := range ends {
 		run := scratch[:lasts[r]-firsts[r]+PageSize]

@@ -207,6 +207,23 @@ type Symbolizer interface {
 	SymbolAt(addr uint64) (string, bool)
 }
 
+// VectorReader is implemented by targets that read many small ranges of
+// memory in one operation (target/delve: one process_vm_readv system call
+// for up to 1,024 ranges). A runtime's per-thread structures lie kilobytes
+// apart on its heap; ompd-go reads them with one ReadMemoryVec instead of
+// reading the pages between them.
+type VectorReader interface {
+	// ReadMemoryVec reads size bytes at each address of addrs into
+	// consecutive size-byte slots of buf (len(buf) >= len(addrs)*size)
+	// and returns how many of the ranges, from the first, it read
+	// whole: it stops at the first range it cannot read (the caller
+	// reads the rest one by one, to tell which fail). An error means
+	// it read nothing and says why; a target that can read no ranges
+	// this way at all (a wrapper around a target that is no
+	// VectorReader) returns an error wrapping ErrUnsupported.
+	ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error)
+}
+
 // BitFieldLocator is implemented by targets whose debug information can
 // locate bit-field members. ompd-go needs it only to read a runtime built
 // without OMPD support, whose task flags it must find in DWARF.

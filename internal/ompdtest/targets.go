@@ -29,6 +29,19 @@ func (c *CountingTarget) ReadMemory(buf []byte, addr uint64) error {
 	return c.Target.ReadMemory(buf, addr)
 }
 
+// ReadMemoryVec counts one read of all the ranges and passes it on, if
+// the wrapped target is a target.VectorReader.
+func (c *CountingTarget) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
+	vr, ok := c.Target.(target.VectorReader)
+	if !ok {
+		return 0, fmt.Errorf("%T reads no ranges at once: %w", c.Target, target.ErrUnsupported)
+	}
+	n, err := vr.ReadMemoryVec(buf, addrs, size)
+	c.Reads.Add(1)
+	c.Bytes.Add(uint64(n * size))
+	return n, err
+}
+
 // SymbolAt passes the wrapped target's answer on, if it names code
 // addresses.
 func (c *CountingTarget) SymbolAt(addr uint64) (string, bool) { return symbolAt(c.Target, addr) }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+
+	"github.com/ompd-go/ompd/target"
 )
 
 // scratchRuns holds the buffers ReadEach reads runs into, which it keeps
@@ -23,6 +25,8 @@ var scratchRuns = sync.Pool{New: func() any { return new([]byte) }}
 // the gap pages and the rest of each page are not kept.
 //
 // The extents kept count against the stop's budget (MaxStopBytes).
+// A target that reads many ranges at once (target.VectorReader) reads
+// just the structures, with one call, and no pages around them.
 // out[i] and errs[i] receive what View(addrs[i], size, what) would
 // return; entries whose address is 0 are left alone. A structure whose
 // pages are all cached already is read through the cache; a run the
@@ -57,6 +61,9 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 		out[i], errs[i] = m.View(addrs[i], size, what)
 	}
 	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(addrs[x], addrs[y]) })
+	if vr, ok := m.T.(target.VectorReader); ok && len(order) > 0 {
+		order = m.readVec(vr, addrs, size, order, out, errs)
+	}
 	// The runs: order[ends[r-1]:ends[r]], pages firsts[r] to lasts[r].
 	var ends []int
 	var firsts, lasts []uint64
@@ -106,10 +113,38 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 			off := addrs[k] - firsts[r]
 			b := buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]
 			copy(b, run[off:off+size])
-			out[k] = View{B: b, Order: m.Order}
+			out[k], errs[k] = View{B: b, Order: m.Order}, nil
 		}
 		i = j
 	}
+}
+
+// readVec reads the structures at addrs[order[i]] with vr, into one
+// allocation, and returns those of order it did not read, from the first
+// it could not.
+func (m *Memory) readVec(vr target.VectorReader, addrs []uint64, size uint64, order []int32, out []View, errs []error) []int32 {
+	n := len(order)
+	if uint64(n) > MaxRead/size {
+		n = int(MaxRead / size)
+	}
+	keep := int(uint64(n) * size)
+	if m.reserve(addrs[order[0]], keep) != nil {
+		return order // the runs' reads say which structures are past the budget
+	}
+	want := make([]uint64, n)
+	for i, k := range order[:n] {
+		want[i] = addrs[k]
+	}
+	buf := make([]byte, keep)
+	got, err := vr.ReadMemoryVec(buf, want, int(size))
+	if err != nil || got < 0 || got > n {
+		got = 0
+	}
+	m.used.Add(-int64(uint64(n-got) * size))
+	for x, k := range order[:got] {
+		out[k], errs[k] = View{B: buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size], Order: m.Order}, nil
+	}
+	return order[got:]
 }
 
 // cachedLocked reports whether every page of [a, a+size) is cached and

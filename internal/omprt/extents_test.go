@@ -1,6 +1,7 @@
 package omprt_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ompd-go/ompd/internal/fakeruntime"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
 // ReadEach reads structures near each other with one target read through
@@ -108,4 +110,81 @@ func TestReadEachTopPage(t *testing.T) {
 	for i := range addrs {
 		assert.Error(t, errs[i], "%#x", addrs[i])
 	}
+}
+
+// vecTarget reads ranges at once as a target.VectorReader does, stopping
+// at the first it cannot read; unsupported makes it refuse all.
+type vecTarget struct {
+	*fakeruntime.Target
+	calls       int
+	unsupported bool
+}
+
+func (v *vecTarget) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
+	v.calls++
+	if v.unsupported {
+		return 0, fmt.Errorf("no: %w", target.ErrUnsupported)
+	}
+	for i, a := range addrs {
+		if _, err := v.Peek(a, size); err != nil {
+			return i, nil
+		}
+		b, _ := v.Peek(a, size)
+		copy(buf[i*size:], b)
+	}
+	return len(addrs), nil
+}
+
+// A target that reads many ranges at once reads the structures with one
+// call and no pages around them; the structures after one it cannot read
+// are read as runs, and only the unreadable one fails.
+func TestReadEachVector(t *testing.T) {
+	const base, size = 0x400000, 200
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 3*page))
+	require.NoError(t, tg.Map(base+4*page, 4*page))
+	want := make([]byte, 8*page)
+	for i := range want {
+		want[i] = byte(i*3 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want[:3*page]))
+	require.NoError(t, tg.Poke(base+4*page, want[4*page:]))
+	vt := &vecTarget{Target: tg}
+	mem := omprt.NewMemory(vt)
+	addrs := []uint64{base + 6*page + 8, base + page - 100, base + 2*page}
+	out := make([]omprt.View, 4)
+	errs := make([]error, 4)
+	mem.ReadEach(addrs, size, "structure", out[:3], errs[:3])
+	assert.Equal(t, 1, vt.calls)
+	assert.Zero(t, tg.Reads(), "no other read")
+	for i, a := range addrs {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[a-base:a-base+size], out[i].B)
+		assert.Equal(t, size, cap(out[i].B))
+	}
+	assert.Equal(t, int64(3*size), mem.Used(), "the structures count against the budget, no more")
+
+	// Page 3 is not mapped.
+	vt.calls = 0
+	mem = omprt.NewMemory(vt)
+	addrs = []uint64{base + 5*page, base + 3*page + 8, base + 16, base + 6*page}
+	mem.ReadEach(addrs, size, "structure", out, errs)
+	assert.Equal(t, 1, vt.calls)
+	assert.ErrorIs(t, errs[1], omprt.ErrReadFailed)
+	for _, i := range []int{0, 2, 3} {
+		require.NoError(t, errs[i], "%#x", addrs[i])
+		assert.Equal(t, want[addrs[i]-base:addrs[i]-base+size], out[i].B)
+	}
+
+	// A wrapper around a target that reads no ranges at once.
+	vt.unsupported = true
+	tg.ResetCounters()
+	mem = omprt.NewMemory(vt)
+	addrs = []uint64{base + 16, base + 2*page}
+	mem.ReadEach(addrs, size, "structure", out[:2], errs[:2])
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, want[2*page:2*page+size], out[1].B)
+	assert.Equal(t, int64(1), tg.Reads(), "one run")
+	assert.Equal(t, int64(2*size), mem.Used())
 }

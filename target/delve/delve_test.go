@@ -772,3 +772,41 @@ func TestThreadPointersAcrossStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ths, len(r.truth(t).Threads))
 }
+
+// ReadMemoryVec reads what ReadMemory reads at each range, with one
+// process_vm_readv, and stops at the first range that is not mapped.
+func TestReadMemoryVec(t *testing.T) {
+	r := newRun(t, fixtures.Many)
+	p := r.launch(t, "12")
+	ctx := testContext(t)
+	_, err := p.RunToFunction(ctx, "stopme")
+	require.NoError(t, err)
+	tab, err := p.LookupSymbol("__kmp_threads")
+	require.NoError(t, err)
+	ptr := make([]byte, 8)
+	require.NoError(t, p.ReadMemory(ptr, tab))
+	arr := binary.LittleEndian.Uint64(ptr)
+	var addrs []uint64
+	for i := uint64(0); len(addrs) < 12; i++ {
+		require.NoError(t, p.ReadMemory(ptr, arr+8*i))
+		if a := binary.LittleEndian.Uint64(ptr); a != 0 {
+			addrs = append(addrs, a)
+		}
+	}
+	const size = 584
+	buf := make([]byte, (len(addrs)+1)*size)
+	n, err := p.ReadMemoryVec(buf, addrs, size)
+	require.NoError(t, err)
+	require.Equal(t, len(addrs), n)
+	for i, a := range addrs {
+		want := make([]byte, size)
+		require.NoError(t, p.ReadMemory(want, a))
+		assert.Equal(t, want, buf[i*size:(i+1)*size], "kmp_info_t at %#x", a)
+	}
+	// Unmapped (the zero page) after the second range.
+	n, err = p.ReadMemoryVec(buf, []uint64{addrs[0], addrs[1], 16, addrs[2]}, size)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	_, err = p.ReadMemoryVec(buf, []uint64{16}, size)
+	assert.ErrorIs(t, err, target.ErrNoMemory)
+}

@@ -224,6 +224,29 @@ func (t *Target) readLocked(buf []byte, addr uint64) error {
 	}, t.rawRead)
 }
 
+// ReadMemoryVec reads size bytes at each of addrs with as few
+// process_vm_readv calls as 1,024 ranges a call allow, without the page
+// cache: only the pages the ranges touch are read (see
+// target.VectorReader).
+func (t *Target) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
+	if len(addrs) == 0 || size <= 0 {
+		return 0, nil
+	}
+	if len(buf) < len(addrs)*size {
+		return 0, fmt.Errorf("ReadMemoryVec: buffer of %d bytes for %d ranges of %d", len(buf), len(addrs), size)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.aliveLocked(); err != nil {
+		return 0, &target.ReadError{Addr: addrs[0], Size: size, Err: errjoin.Join(target.ErrNoMemory, err)}
+	}
+	n, err := readVectored(t.dt.Pid(), buf, addrs, size)
+	if err != nil && n == 0 {
+		return 0, &target.ReadError{Addr: addrs[0], Size: size, Err: fmt.Errorf("%w: %w", target.ErrNoMemory, err)}
+	}
+	return n, nil
+}
+
 // rawRead reads through Delve, failing unless all of buf was read.
 func (t *Target) rawRead(buf []byte, addr uint64) error {
 	n, err := t.dt.Memory().ReadMemory(buf, addr)
@@ -416,4 +439,5 @@ var (
 	_ target.Target          = (*Target)(nil)
 	_ target.BitFieldLocator = (*Target)(nil)
 	_ target.Symbolizer      = (*Target)(nil)
+	_ target.VectorReader    = (*Target)(nil)
 )

@@ -50,26 +50,15 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 	if err, ok := c.known.Load(td); ok {
 		return err
 	}
-	var path []uint64
+	var buf [16]uint64
+	path := buf[:0]
 	var index map[uint64]int // once the path is long
-	find := func(x uint64) (int, bool) {
-		if index != nil {
-			i, ok := index[x]
-			return i, ok
-		}
-		for i, p := range path {
-			if p == x {
-				return i, true
-			}
-		}
-		return 0, false
-	}
 	cycleAt := -1
 	for cur := td; cur != 0; cur = c.next(s, cur) {
 		if _, ok := c.known.Load(cur); ok {
 			break // the rest of the chain is known: the path only leads into it
 		}
-		if i, ok := find(cur); ok {
+		if i, ok := pathIndex(path, index, cur); ok {
 			cycleAt = i
 			break
 		}
@@ -98,4 +87,19 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 	}
 	err, _ := c.known.Load(td)
 	return err
+}
+
+// pathIndex finds x on the path of onCycle: in index once the path is
+// long, else among path.
+func pathIndex(path []uint64, index map[uint64]int, x uint64) (int, bool) {
+	if index != nil {
+		i, ok := index[x]
+		return i, ok
+	}
+	for i, p := range path {
+		if p == x {
+			return i, true
+		}
+	}
+	return 0, false
 }

@@ -208,7 +208,7 @@ func (rt *Runtime) currentSettings() map[string]string {
 	}
 	l := rt.l
 	if list, err := s.nested(&s.nth, "__kmp_nested_nth", l.nestedNth, l.nestedNthUsed, -1); err == nil && len(list) > 0 {
-		out["OMP_NUM_THREADS"] = "'" + joinInts(list) + "'"
+		out["OMP_NUM_THREADS"] = "'" + string(joinInts(nil, list)) + "'"
 	}
 	bind, bindErr := s.nested(&s.bind, "__kmp_nested_proc_bind", l.nestedBind, l.nestedBindUsed, -1)
 	if bindErr == nil && len(bind) > 0 {

@@ -32,23 +32,24 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-func listValue(list []int64) omprt.Value {
-	v := omprt.Value{List: list, Text: joinInts(list), HasText: true}
-	if len(list) > 0 {
-		v.Int = list[0]
-	}
-	return v
+// listValue is the list ICV first, rest...: one allocation for the list,
+// one for its text.
+func listValue(first int64, rest []int64) omprt.Value {
+	list := make([]int64, 1+len(rest))
+	list[0] = first
+	copy(list[1:], rest)
+	var buf [64]byte
+	return omprt.Value{Int: first, List: list, Text: string(joinInts(buf[:0], list)), HasText: true}
 }
 
-func joinInts(list []int64) string {
-	var b []byte
+func joinInts(b []byte, list []int64) []byte {
 	for i, v := range list {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, v, 10)
 	}
-	return string(b)
+	return b
 }
 
 // ICV reads one ICV at a scope.
@@ -168,7 +169,7 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 		if err != nil {
 			return omprt.Value{}, err
 		}
-		return listValue(append([]int64{v.FI(l.icvNproc)}, rest...)), nil
+		return listValue(v.FI(l.icvNproc), rest), nil
 	case omprt.ICVDefaultDeviceVar:
 		return omprt.Value{Int: v.FI(l.icvDefaultDevice)}, nil
 	}
@@ -195,7 +196,7 @@ func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 		if sc.Monotonic {
 			k |= monotonicBit
 		}
-		return omprt.Value{Int: k, Text: libompdSchedule(sc), HasText: true}, nil
+		return omprt.Value{Int: k, Text: s.scheduleText(sc), HasText: true}, nil
 	case omprt.ICVThreadLimitVar:
 		return omprt.Value{Int: v.FI(l.icvThreadLimit)}, nil
 	case omprt.ICVMaxActiveLevelsVar:
@@ -208,7 +209,7 @@ func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 		if err != nil {
 			return omprt.Value{}, err
 		}
-		return listValue(append([]int64{v.FI(l.icvProcBind)}, rest...)), nil
+		return listValue(v.FI(l.icvProcBind), rest), nil
 	case omprt.ICVFinalTaskVar, omprt.ICVOMPDFinalVar, omprt.ICVOMPDFinalTaskVar:
 		return omprt.Value{Int: boolInt(rec.data.InFinal)}, nil
 	case omprt.ICVImplicitTaskVar, omprt.ICVOMPDImplicitVar, omprt.ICVOMPDImplicitTaskVar:
@@ -318,6 +319,22 @@ func decodeSchedule(raw, chunk int64) omprt.Schedule {
 		s.Kind, s.Chunk = 0, 0
 	}
 	return s
+}
+
+// scheduleText is libompdSchedule, made once for the schedule asked for
+// last: a stop's tasks mostly share one.
+func (s *stop) scheduleText(sc omprt.Schedule) string {
+	if t := s.sched.Load(); t != nil && t.sc == sc {
+		return t.text
+	}
+	t := &schedText{sc, libompdSchedule(sc)}
+	s.sched.Store(t)
+	return t.text
+}
+
+type schedText struct {
+	sc   omprt.Schedule
+	text string
 }
 
 // libompdSchedule is run-sched-var as LLVM's libompd writes it: empty for

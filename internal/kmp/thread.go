@@ -25,6 +25,7 @@ type stop struct {
 	taskRecs omprt.Cache[omprt.Ref, *taskRec]
 
 	generating, scheduling chain
+	sched                  atomic.Pointer[schedText] // run-sched-var's text, asked for last
 }
 
 func (rt *Runtime) newStop() *stop {

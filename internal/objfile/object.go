@@ -626,24 +626,28 @@ func (o *Object) lookupOwn(name string) (Symbol, bool) {
 // target.ErrNotFound (and mentioning a symbol table that could not be read
 // or a separate debug file that could not be found, if any).
 func (o *Object) Lookup(name string) (Symbol, error) {
-	if s, ok := o.lookupOwn(name); ok {
+	if s, ok := o.find(name); ok {
 		return s, nil
-	}
-	if s, ok, use := o.scanDebug(name); use {
-		if ok {
-			return s, nil
-		}
-	} else {
-		o.indexFull()
-		if s, ok := o.fullSyms[name]; ok {
-			return s, nil
-		}
 	}
 	err := target.ErrNotFound
 	if serr := o.SymbolErr(); serr != nil {
 		err = fmt.Errorf("%w (%v)", target.ErrNotFound, serr)
 	}
 	return Symbol{}, &target.LookupError{Kind: "symbol", Name: name, Err: err}
+}
+
+// find is Lookup without the error: a Set asks every object in turn, and
+// most do not define the name.
+func (o *Object) find(name string) (Symbol, bool) {
+	if s, ok := o.lookupOwn(name); ok {
+		return s, true
+	}
+	if s, ok, use := o.scanDebug(name); use {
+		return s, ok
+	}
+	o.indexFull()
+	s, ok := o.fullSyms[name]
+	return s, ok
 }
 
 // SymbolErr reports a symbol table of the object that could not be read,

@@ -69,8 +69,8 @@ func (s *Set) LookupSymbol(name string) (*Object, Symbol, error) {
 // a *target.LookupError wrapping target.ErrNotFound.
 func (s *Set) Lookup(name string) (uint64, error) {
 	for _, o := range s.objs {
-		sym, err := o.Lookup(name)
-		if err != nil {
+		sym, ok := o.find(name)
+		if !ok {
 			continue
 		}
 		if sym.TLS() {

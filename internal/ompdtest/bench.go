@@ -71,7 +71,7 @@ func BenchSnapshotAfter(b *testing.B, t target.Target, before func()) {
 		if before != nil {
 			before()
 		}
-		threads = Snapshot(b, ct)
+		threads = Snapshot(b, ct.Counting())
 	}
 	ReportCPU(b, cpu)
 	ReportReads(b, ct.Reads.Load(), ct.Bytes.Load(), threads)

@@ -14,7 +14,7 @@ import (
 // CountingTarget counts the memory reads of the target it wraps, for
 // benchmarks that report reads per operation. It keeps the optional
 // interfaces ompd-go looks for (symbol names of code addresses, bit-field
-// positions).
+// positions; reads of many ranges at once through Counting).
 type CountingTarget struct {
 	target.Target
 	// Reads and Bytes count the ReadMemory calls and the bytes they asked
@@ -29,14 +29,21 @@ func (c *CountingTarget) ReadMemory(buf []byte, addr uint64) error {
 	return c.Target.ReadMemory(buf, addr)
 }
 
-// ReadMemoryVec counts one read of all the ranges and passes it on, if
-// the wrapped target is a target.VectorReader.
-func (c *CountingTarget) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
-	vr, ok := c.Target.(target.VectorReader)
-	if !ok {
-		return 0, fmt.Errorf("%T reads no ranges at once: %w", c.Target, target.ErrUnsupported)
+// Counting returns the target to read through: c, or, when the wrapped
+// target reads many ranges at once (target.VectorReader), c with that
+// method too, counted as one read.
+func (c *CountingTarget) Counting() target.Target {
+	if _, ok := c.Target.(target.VectorReader); ok {
+		return countingVec{c}
 	}
-	n, err := vr.ReadMemoryVec(buf, addrs, size)
+	return c
+}
+
+type countingVec struct{ *CountingTarget }
+
+// ReadMemoryVec counts one read of the ranges read and passes it on.
+func (c countingVec) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
+	n, err := c.Target.(target.VectorReader).ReadMemoryVec(buf, addrs, size)
 	c.Reads.Add(1)
 	c.Bytes.Add(uint64(n * size))
 	return n, err

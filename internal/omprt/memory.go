@@ -18,8 +18,10 @@ import (
 const PageSize = 4096
 
 // MaxStopBytes bounds the target memory one stop may read: the pages the
-// cache keeps, the reads it hands out uncached and the strings it reads,
-// counted from the last Refresh. A cached page stays alive as long as a
+// cache keeps, the reads it hands out uncached and the copies it makes,
+// counted from the last Refresh. (Strings, at most MaxString bytes a read
+// and kept by no decoder in numbers, are not counted: a long session on a
+// core, which never refreshes, would use the budget up re-reading them.) A cached page stays alive as long as a
 // view of it does, and decoders keep their views for the whole stop, so a
 // bound on what the cache holds (it once started over past a limit) bounds
 // nothing: this bound is on what the stop has read, checked before each
@@ -276,9 +278,6 @@ func (m *Memory) Ptr(addr uint64, what string) (uint64, error) {
 // String reads the NUL-terminated string at addr (at most MaxString bytes).
 func (m *Memory) String(addr uint64, what string) (string, error) {
 	s, err := target.ReadString(m.T, addr, MaxString)
-	if err == nil {
-		err = m.reserve(addr, len(s))
-	}
 	if err != nil {
 		return "", Wrap(ErrReadFailed, err, "%s string at %#x", what, addr)
 	}

@@ -273,7 +273,7 @@ func TestMemoryTopPage(t *testing.T) {
 
 // A stop reads at most Memory.Budget bytes of target memory, however the
 // bytes are read (pages, runs, prefetches, exact reads of small mappings,
-// strings) and however long its callers keep what they got; past it every
+// copies) and however long its callers keep what they got; past it every
 // read that would allocate fails with ErrStopBudget while cached pages
 // still answer, and Refresh starts a new budget.
 func TestMemoryStopBudget(t *testing.T) {
@@ -310,8 +310,11 @@ func TestMemoryStopBudget(t *testing.T) {
 	assert.ErrorIs(t, err, omprt.ErrReadFailed)
 	assert.ErrorContains(t, err, "team at 0x40a000")
 	require.ErrorIs(t, read(small, 16), omprt.ErrStopBudget, "an exact read")
-	_, err = mem.String(small, "name")
-	assert.ErrorIs(t, err, omprt.ErrStopBudget)
+	for range 100 {
+		str, err := mem.String(small, "name")
+		require.NoError(t, err, "strings are not counted")
+		assert.Equal(t, "ompd", str)
+	}
 	mem.Prefetch([]uint64{base + 20*page, base + 30*page}, 64)
 	assert.Equal(t, int64(8*page), mem.Used(), "a prefetch past the budget reads nothing to keep")
 	out, errs := make([]omprt.View, 2), make([]error, 2)
@@ -330,19 +333,19 @@ func TestMemoryStopBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ompd", s)
 	mem.Prefetch([]uint64{base + 20*page, base + 23*page, base + 40*page}, 64)
-	assert.Equal(t, int64(16+4+3*page), mem.Used(), "wanted pages kept, gap pages not")
+	assert.Equal(t, int64(16+3*page), mem.Used(), "wanted pages kept, gap pages not")
 	for _, a := range []uint64{base + 20*page, base + 23*page, base + 40*page} {
 		require.NoError(t, read(a, 64))
 	}
-	assert.Equal(t, int64(16+4+3*page), mem.Used(), "from the cache")
+	assert.Equal(t, int64(16+3*page), mem.Used(), "from the cache")
 	out, errs = make([]omprt.View, 2), make([]error, 2)
 	mem.ReadEach([]uint64{base + 50*page, base + 51*page}, 64, "kmp_info_t", out, errs)
 	require.NoError(t, errors.Join(errs...))
-	assert.Equal(t, int64(16+4+3*page+2*64), mem.Used(), "ReadEach keeps the structures only")
+	assert.Equal(t, int64(16+3*page+2*64), mem.Used(), "ReadEach keeps the structures only")
 
 	// Failed reads cost nothing.
 	_, err = mem.Read(base+100*page, 64)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, omprt.ErrStopBudget)
-	assert.Equal(t, int64(16+4+3*page+2*64), mem.Used())
+	assert.Equal(t, int64(16+3*page+2*64), mem.Used())
 }

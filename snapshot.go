@@ -162,6 +162,10 @@ type snap struct {
 	regBlock, regWalk   []ParallelSnapshot
 	taskBlock, taskWalk []TaskSnapshot
 	block               int // elements per block of regions and tasks
+	// A scope's ICV ids and answers.
+	ids  []omprt.ICV
+	vals []omprt.Value
+	errs []error
 }
 
 // textBlock is the size of the blocks of snapshot strings.
@@ -325,8 +329,18 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 // are not needed.
 func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id string) []ICVValue {
 	scope := memo(sn.scopes, kind, kind.String)
-	for _, icv := range sn.byScope[kind] {
-		v, err := sn.icvText(sn.as.rt.ICV(sc, omprt.ICV(icv)))
+	ids := sn.byScope[kind]
+	if cap(sn.ids) < len(ids) {
+		sn.ids = make([]omprt.ICV, len(ids))
+		sn.vals = make([]omprt.Value, len(ids))
+		sn.errs = make([]error, len(ids))
+	}
+	for i, icv := range ids {
+		sn.ids[i] = omprt.ICV(icv)
+	}
+	icvsAt(sn.as.rt, sc, sn.ids[:len(ids)], sn.vals[:len(ids)], sn.errs[:len(ids)])
+	for i, icv := range ids {
+		v, err := sn.icvText(sn.vals[i], sn.errs[i])
 		if err != nil {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue

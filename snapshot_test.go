@@ -59,6 +59,41 @@ func TestFakeSnapshotSlicesApart(t *testing.T) {
 	})
 }
 
+// A snapshot's ICVs (read a scope at a time) are what ICVString answers
+// for each thread and its current task.
+func TestFakeSnapshotICVs(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		_, as := fakeOpenNested(t, cfg)
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		threads, err := as.Threads()
+		require.NoError(t, err)
+		require.Len(t, snap.Threads, len(threads))
+		n := 0
+		for i, th := range threads {
+			task, taskErr := th.CurrentTask()
+			for _, v := range snap.Threads[i].ICVs {
+				id, ok := ompd.ICVByName(v.Name)
+				require.True(t, ok, v.Name)
+				var want string
+				switch v.Scope {
+				case ompd.ScopeThread.String():
+					want, err = th.ICVString(id)
+				case ompd.ScopeTask.String():
+					require.NoError(t, taskErr)
+					want, err = task.ICVString(id)
+				default:
+					t.Fatalf("thread %d: ICV %s of scope %s", i, v.Name, v.Scope)
+				}
+				require.NoError(t, err, "thread %d %s", i, v.Name)
+				assert.Equal(t, want, v.Value, "thread %d %s", i, v.Name)
+				n++
+			}
+		}
+		assert.NotZero(t, n)
+	})
+}
+
 // ---- robustness: corrupt runtime memory ----
 
 // Eight goroutines walk everything at once, against one address space,

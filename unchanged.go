@@ -65,3 +65,24 @@ func (u unchanged) ICV(s omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
 	v, err := u.Runtime.ICV(s, id)
 	return v, u.fix(err)
 }
+
+// ICVsAt reads several ICVs of one scope, with one call if the runtime
+// reads them at once (omprt.ICVBatch).
+func (u unchanged) ICVsAt(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error) {
+	icvsAt(u.Runtime, s, ids, vals, errs)
+	for i, err := range errs {
+		errs[i] = u.fix(err)
+	}
+}
+
+// icvsAt reads the ICVs ids at scope s from rt, as one batch where rt
+// reads them so.
+func icvsAt(rt omprt.Runtime, s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error) {
+	if b, ok := rt.(omprt.ICVBatch); ok {
+		b.ICVsAt(s, ids, vals, errs)
+		return
+	}
+	for i, id := range ids {
+		vals[i], errs[i] = rt.ICV(s, id)
+	}
+}

@@ -54,7 +54,26 @@ func joinInts(b []byte, list []int64) []byte {
 
 // ICV reads one ICV at a scope.
 func (rt *Runtime) ICV(sc omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
+	return rt.stop().icv(sc, id)
+}
+
+// ICVsAt reads several ICVs of one scope (omprt.ICVBatch); a task's record
+// is looked up once for all.
+func (rt *Runtime) ICVsAt(sc omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error) {
 	s := rt.stop()
+	if sc.Kind == omprt.ScopeTask {
+		rec := s.taskRec(sc.Ref)
+		for i, id := range ids {
+			vals[i], errs[i] = s.taskRecICV(rec, sc.Ref, id)
+		}
+		return
+	}
+	for i, id := range ids {
+		vals[i], errs[i] = s.icv(sc, id)
+	}
+}
+
+func (s *stop) icv(sc omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
 	switch sc.Kind {
 	case omprt.ScopeAddressSpace:
 		return s.addressSpaceICV(id)
@@ -177,7 +196,11 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 }
 
 func (s *stop) taskICV(r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
-	rec := s.taskRec(r)
+	return s.taskRecICV(s.taskRec(r), r, id)
+}
+
+// taskRecICV is taskICV of the task r whose record is rec.
+func (s *stop) taskRecICV(rec *taskRec, r omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 	if rec.err != nil {
 		return omprt.Value{}, rec.err
 	}

@@ -174,6 +174,11 @@ func (s *stop) readTable() (*threadTable, error) {
 		}
 	}
 	tt.recs = make([]atomic.Pointer[threadRec], len(tt.refs))
+	// Each thread has a current task, most an implicit task of their own.
+	s.tasks.Reserve(len(tt.refs))
+	s.taskRecs.Reserve(len(tt.refs))
+	s.generating.known.Reserve(len(tt.refs))
+	s.scheduling.known.Reserve(len(tt.refs))
 	return tt, nil
 }
 

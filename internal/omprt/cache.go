@@ -64,6 +64,17 @@ func (c *Cache[K, V]) store(k K, v V) *cacheEntry[K, V] {
 	return e
 }
 
+// Reserve makes room for n records, before the first is stored: a stop
+// that knows how many threads it has decodes about that many tasks, and
+// growing the map record by record rehashes it again and again.
+func (c *Cache[K, V]) Reserve(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil && n > 0 {
+		c.m = make(map[K]*cacheEntry[K, V], n)
+	}
+}
+
 // Load returns the record for k if it was decoded.
 func (c *Cache[K, V]) Load(k K) (V, bool) {
 	if e := c.last.Load(); e != nil && e.k == k {

@@ -16,6 +16,7 @@ import (
 func TestCacheManyKeys(t *testing.T) {
 	const keys = 300
 	var c omprt.Cache[int, *int]
+	c.Reserve(keys / 2)
 	var mu sync.Mutex
 	decoded := map[int]int{}
 	decode := func(k int) *int {

@@ -99,6 +99,16 @@ var ICVTable = [ICVEnd]ICVInfo{
 	ICVOMPDTeamSizeVar:     {"ompd-team-size-var", ScopeParallel},
 }
 
+// ICVBatch is implemented by runtimes that read several ICVs of one scope
+// in one call. Package ompd's Snapshot reads every ICV of every thread and
+// of its task: one call per scope instead of one per ICV saves finding
+// the scope's object again for each.
+type ICVBatch interface {
+	// ICVsAt reads the ICVs ids at scope s: vals[i] and errs[i] are
+	// what ICV(s, ids[i]) returns. vals and errs are as long as ids.
+	ICVsAt(s ScopeRef, ids []ICV, vals []Value, errs []error)
+}
+
 // Value is an ICV's value as a runtime package decoded it.
 type Value struct {
 	// Int is the integer value; for a list, its first element.

@@ -126,14 +126,19 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 		// The pages were read together: no copy.
 		return p[off : off+uint64(n) : off+uint64(n)], nil
 	}
+	// Read the span as one run, even where some of its pages are cached
+	// apart already: this and later reads of it then share one
+	// allocation instead of a copy at each read (each would count).
+	if m.join(first, last) {
+		m.mu.RLock()
+		p = m.pages[first]
+		m.mu.RUnlock()
+		if uint64(cap(p)) >= off+uint64(n) {
+			return p[off : off+uint64(n) : off+uint64(n)], nil
+		}
+	}
 	if err := m.fill(first, last); err != nil {
 		return m.direct(addr, n)
-	}
-	m.mu.RLock()
-	p = m.pages[first]
-	m.mu.RUnlock()
-	if uint64(cap(p)) >= off+uint64(n) {
-		return p[off : off+uint64(n) : off+uint64(n)], nil // fill read them together
 	}
 	if err := m.reserve(addr, n); err != nil { // the copy outlives the pages
 		return nil, err
@@ -465,6 +470,31 @@ func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
 			m.store(wanted[x], buf[off:off+PageSize:hi])
 		}
 		k = l
+	}
+}
+
+// join reads pages first..last with one target read and caches them as
+// one run, in place of any of them cached apart. A page holds the same
+// bytes however it was read (the target is stopped), so readers of the
+// old slices are unaffected.
+func (m *Memory) join(first, last uint64) bool {
+	n := int(last-first) + PageSize
+	if n > MaxRead || m.reserve(first, n) != nil {
+		return false
+	}
+	buf := make([]byte, n)
+	if err := m.T.ReadMemory(buf, first); err != nil {
+		m.used.Add(-int64(n))
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for pg := first; ; pg += PageSize {
+		off := pg - first
+		m.pages[pg] = buf[off : off+PageSize]
+		if pg == last {
+			return true
+		}
 	}
 }
 

@@ -349,3 +349,35 @@ func TestMemoryStopBudget(t *testing.T) {
 	assert.NotErrorIs(t, err, omprt.ErrStopBudget)
 	assert.Equal(t, int64(16+3*page+2*64), mem.Used())
 }
+
+// A structure spanning pages cached apart is read again as one run once,
+// then served from it: repeated reads neither copy (each copy would count
+// against the stop's budget, and a core never refreshes) nor read the
+// target again.
+func TestReadAcrossPagesReadApart(t *testing.T) {
+	const base = 0x500000
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 4*page))
+	want := make([]byte, 4*page)
+	for i := range want {
+		want[i] = byte(i*3 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	mem := omprt.NewMemory(tg)
+	for _, a := range []uint64{base + 8, base + page + 8} {
+		_, err := mem.Read(a, 8)
+		require.NoError(t, err)
+	}
+	tg.ResetCounters()
+	for range 100 {
+		b, err := mem.Read(base+page-50, 100)
+		require.NoError(t, err)
+		require.Equal(t, want[page-50:page+50], b)
+	}
+	assert.Equal(t, int64(1), tg.Reads(), "one read of the span")
+	assert.Equal(t, int64(4*page), mem.Used(), "two pages, then the two again as one run")
+	b, err := mem.Read(base+8, 8)
+	require.NoError(t, err)
+	assert.Equal(t, want[8:16], b)
+	assert.Equal(t, int64(1), tg.Reads())
+}

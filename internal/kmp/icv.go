@@ -2,6 +2,7 @@ package kmp
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 )
@@ -30,6 +31,25 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// listMemo is the value of a list ICV made last: the threads of a team
+// mostly share nthreads-var and bind-var, and their lists and texts are
+// made once for all of them (the values handed out must not be modified).
+type listMemo struct {
+	first int64
+	rest  []int64 // a tail of the runtime's nested list, shared by the stop
+	v     omprt.Value
+}
+
+// memoList is listValue(first, rest) through the memo at m.
+func memoList(m *atomic.Pointer[listMemo], first int64, rest []int64) omprt.Value {
+	if l := m.Load(); l != nil && l.first == first && len(l.rest) == len(rest) && (len(rest) == 0 || &l.rest[0] == &rest[0]) {
+		return l.v
+	}
+	l := &listMemo{first, rest, listValue(first, rest)}
+	m.Store(l)
+	return l.v
 }
 
 // listValue is the list ICV first, rest...: one allocation for the list,
@@ -188,7 +208,7 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 		if err != nil {
 			return omprt.Value{}, err
 		}
-		return listValue(v.FI(l.icvNproc), rest), nil
+		return memoList(&s.nthMemo, v.FI(l.icvNproc), rest), nil
 	case omprt.ICVDefaultDeviceVar:
 		return omprt.Value{Int: v.FI(l.icvDefaultDevice)}, nil
 	}
@@ -232,7 +252,7 @@ func (s *stop) taskRecICV(rec *taskRec, r omprt.Ref, id omprt.ICV) (omprt.Value,
 		if err != nil {
 			return omprt.Value{}, err
 		}
-		return listValue(v.FI(l.icvProcBind), rest), nil
+		return memoList(&s.bindMemo, v.FI(l.icvProcBind), rest), nil
 	case omprt.ICVFinalTaskVar, omprt.ICVOMPDFinalVar, omprt.ICVOMPDFinalTaskVar:
 		return omprt.Value{Int: boolInt(rec.data.InFinal)}, nil
 	case omprt.ICVImplicitTaskVar, omprt.ICVOMPDImplicitVar, omprt.ICVOMPDImplicitTaskVar:

@@ -26,6 +26,7 @@ type stop struct {
 
 	generating, scheduling chain
 	sched                  atomic.Pointer[schedText] // run-sched-var's text, asked for last
+	nthMemo, bindMemo      atomic.Pointer[listMemo]  // nthreads-var and bind-var, made last
 }
 
 func (rt *Runtime) newStop() *stop {

@@ -2,6 +2,7 @@ package objfile
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/target"
@@ -12,6 +13,12 @@ import (
 // for concurrent use.
 type Set struct {
 	objs []*Object
+
+	// Addresses Lookup found: a runtime decoder opened again over the
+	// same target looks up its hundred-odd symbols again, each missing
+	// from the objects before the runtime's.
+	mu    sync.RWMutex
+	found map[string]uint64
 }
 
 // NewSet returns a set of the given objects, in that order. Nil objects
@@ -68,6 +75,25 @@ func (s *Set) LookupSymbol(name string) (*Object, Symbol, error) {
 // it is reported as not found (use LookupThreadLocal). A missing symbol is
 // a *target.LookupError wrapping target.ErrNotFound.
 func (s *Set) Lookup(name string) (uint64, error) {
+	s.mu.RLock()
+	a, ok := s.found[name]
+	s.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	a, err := s.lookup(name)
+	if err == nil {
+		s.mu.Lock()
+		if s.found == nil {
+			s.found = make(map[string]uint64)
+		}
+		s.found[name] = a
+		s.mu.Unlock()
+	}
+	return a, err
+}
+
+func (s *Set) lookup(name string) (uint64, error) {
 	for _, o := range s.objs {
 		sym, ok := o.find(name)
 		if !ok {

@@ -129,13 +129,16 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 	// Read the span as one run, even where some of its pages are cached
 	// apart already: this and later reads of it then share one
 	// allocation instead of a copy at each read (each would count).
-	if m.join(first, last) {
+	switch m.join(first, last) {
+	case joined:
 		m.mu.RLock()
 		p = m.pages[first]
 		m.mu.RUnlock()
 		if uint64(cap(p)) >= off+uint64(n) {
 			return p[off : off+uint64(n) : off+uint64(n)], nil
 		}
+	case unreadable: // as fill would find: read exactly what was asked
+		return m.direct(addr, n)
 	}
 	if err := m.fill(first, last); err != nil {
 		return m.direct(addr, n)
@@ -477,15 +480,29 @@ func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
 // one run, in place of any of them cached apart. A page holds the same
 // bytes however it was read (the target is stopped), so readers of the
 // old slices are unaffected.
-func (m *Memory) join(first, last uint64) bool {
+func (m *Memory) join(first, last uint64) joinResult {
 	n := int(last-first) + PageSize
-	if n > MaxRead || m.reserve(first, n) != nil {
-		return false
+	if n > MaxRead {
+		return notJoined
+	}
+	m.mu.RLock()
+	for pg := first; ; pg += PageSize {
+		if p, ok := m.pages[pg]; ok && p == nil {
+			m.mu.RUnlock()
+			return unreadable // a page known not to be readable whole
+		}
+		if pg == last {
+			break
+		}
+	}
+	m.mu.RUnlock()
+	if m.reserve(first, n) != nil {
+		return notJoined // the copy's reservation says why
 	}
 	buf := make([]byte, n)
 	if err := m.T.ReadMemory(buf, first); err != nil {
 		m.used.Add(-int64(n))
-		return false
+		return unreadable
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -493,10 +510,18 @@ func (m *Memory) join(first, last uint64) bool {
 		off := pg - first
 		m.pages[pg] = buf[off : off+PageSize]
 		if pg == last {
-			return true
+			return joined
 		}
 	}
 }
+
+type joinResult int
+
+const (
+	joined     joinResult = iota
+	notJoined             // too long, or past the stop's budget
+	unreadable            // not readable as whole pages
+)
 
 // readRun reads and caches pages first..last with one target read.
 func (m *Memory) readRun(first, last uint64) bool {

@@ -94,6 +94,41 @@ func TestFakeSnapshotICVs(t *testing.T) {
 	})
 }
 
+// vecTarget reads many ranges at once (target.VectorReader) by reading
+// them one by one, stopping at the first it cannot read.
+type vecTarget struct {
+	*fakeruntime.Target
+	calls int
+}
+
+func (v *vecTarget) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error) {
+	v.calls++
+	for i, a := range addrs {
+		if err := v.ReadMemory(buf[i*size:(i+1)*size], a); err != nil {
+			return i, nil
+		}
+	}
+	return len(addrs), nil
+}
+
+// A target that reads many ranges at once gives the snapshot a target
+// that reads them one by one gives: the threads' structures and their
+// current tasks are read with its vectored reads.
+func TestFakeSnapshotVectored(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		sc, as := fakeOpenNested(t, cfg)
+		want, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		vt := &vecTarget{Target: sc.T}
+		vas, err := ompd.Open(vt)
+		require.NoError(t, err)
+		got, err := vas.Snapshot(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Equal(t, 2, vt.calls, "the threads, then their current tasks")
+	})
+}
+
 // ---- robustness: corrupt runtime memory ----
 
 // Eight goroutines walk everything at once, against one address space,

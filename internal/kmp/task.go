@@ -26,13 +26,47 @@ type taskRaw struct {
 // task reads the kmp_taskdata_t at td once per stop.
 func (s *stop) task(td uint64) *taskRaw {
 	return s.tasks.Get(td, func(td uint64) *taskRaw {
-		l := s.rt.l
-		v, err := s.rt.view(td, l.taskExtent, "task")
-		if err != nil {
-			return &taskRaw{err: err}
-		}
-		return &taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
+		return s.taskRaw(s.rt.view(td, s.rt.l.taskExtent, "task"))
 	})
+}
+
+// taskRaw makes the record of a kmp_taskdata_t read as v (or not, err).
+func (s *stop) taskRaw(v view, err error) *taskRaw {
+	if err != nil {
+		return &taskRaw{err: err}
+	}
+	l := s.rt.l
+	return &taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
+}
+
+// readCurrentTasks reads the current task of every thread of the table
+// with one vectored read, where the target reads scattered ranges at once
+// (omprt.Memory.Vectored): a live process's implicit tasks, one per
+// thread, would otherwise cost a system call per page. A core reads them
+// page by page through the cache, as any task.
+func (s *stop) readCurrentTasks(tt *threadTable) {
+	if !s.rt.mem.Vectored() {
+		return
+	}
+	l := s.rt.l
+	addrs := make([]uint64, len(tt.refs))
+	seen := make(map[uint64]bool, len(tt.refs))
+	for pos := range tt.refs {
+		if tt.errs[pos] != nil {
+			continue
+		}
+		if td := tt.infos[pos].F(l.thCurrentTask); td != 0 && !seen[td] {
+			addrs[pos], seen[td] = td, true
+		}
+	}
+	views := make([]view, len(addrs))
+	errs := make([]error, len(addrs))
+	s.rt.mem.ReadEach(addrs, l.taskExtent, "task", views, errs)
+	for pos, td := range addrs {
+		if td != 0 {
+			s.tasks.Store(td, s.taskRaw(views[pos], errs[pos]))
+		}
+	}
 }
 
 func flag(v view, flags field, mask []byte) bool {

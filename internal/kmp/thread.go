@@ -180,6 +180,7 @@ func (s *stop) readTable() (*threadTable, error) {
 	s.taskRecs.Reserve(len(tt.refs))
 	s.generating.known.Reserve(len(tt.refs))
 	s.scheduling.known.Reserve(len(tt.refs))
+	s.readCurrentTasks(tt)
 	return tt, nil
 }
 

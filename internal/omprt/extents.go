@@ -119,6 +119,13 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 	}
 }
 
+// Vectored reports whether the target reads many ranges at once
+// (target.VectorReader), so that ReadEach reads just the structures.
+func (m *Memory) Vectored() bool {
+	_, ok := m.T.(target.VectorReader)
+	return ok
+}
+
 // readVec reads the structures at addrs[order[i]] with vr, into one
 // allocation, and returns those of order it did not read, from the first
 // it could not.

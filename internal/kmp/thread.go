@@ -64,12 +64,14 @@ func (tt *threadTable) gtidPos(g int32) (int32, bool) {
 	return tt.byGTID[g] - 1, true
 }
 
-// osThreads maps the target's OS threads both ways.
+// osThreads maps the target's OS threads both ways: pthread to LWP for
+// every decoded thread, LWP to pthread (0 if unknown) only once a thread
+// is looked up by LWP.
 type osThreads struct {
-	err       error
-	lwpByPth  map[uint64]uint64
-	pthByLWP  map[uint64]uint64
-	knownLWPs map[uint64]bool
+	err      error
+	ths      []target.Thread
+	lwpByPth map[uint64]uint64
+	byLWP    once[map[uint64]uint64]
 }
 
 func (s *stop) osThreads() *osThreads {
@@ -80,19 +82,30 @@ func (s *stop) osThreads() *osThreads {
 			o.err = wrapErr(omprt.ErrReadFailed, err, "listing target threads")
 			return o, nil
 		}
+		o.ths = ths
 		o.lwpByPth = make(map[uint64]uint64, len(ths))
-		o.pthByLWP = make(map[uint64]uint64, len(ths))
-		o.knownLWPs = make(map[uint64]bool, len(ths))
 		for _, th := range ths {
-			o.knownLWPs[th.ID] = true
 			if th.Pointer != 0 {
 				o.lwpByPth[th.Pointer] = th.ID
-				o.pthByLWP[th.ID] = th.Pointer
 			}
 		}
 		return o, nil
 	})
 	return o
+}
+
+// pthByLWP maps every OS thread's LWP to its pthread, 0 if unknown.
+func (o *osThreads) pthByLWP() map[uint64]uint64 {
+	m, _ := o.byLWP.get(func() (map[uint64]uint64, error) {
+		m := make(map[uint64]uint64, len(o.ths))
+		for _, th := range o.ths {
+			if _, ok := m[th.ID]; !ok || th.Pointer != 0 {
+				m[th.ID] = th.Pointer
+			}
+		}
+		return m, nil
+	})
+	return m
 }
 
 // table reads the runtime's thread table once per stop. An entry whose
@@ -296,10 +309,11 @@ func (rt *Runtime) ThreadByOS(kind int, id uint64) (omprt.ThreadRef, error) {
 		if o.err != nil {
 			return omprt.ThreadRef{}, o.err
 		}
-		if !o.knownLWPs[id] {
+		pt, known := o.pthByLWP()[id]
+		if !known {
 			return omprt.ThreadRef{}, errorf(omprt.ErrBadInput, "no OS thread with LWP id %d in target", id)
 		}
-		pthread = o.pthByLWP[id]
+		pthread = pt
 		if pthread == 0 {
 			return s.threadByTLS(id)
 		}

@@ -36,7 +36,9 @@ func (s *stop) taskRaw(v view, err error) *taskRaw {
 		return &taskRaw{err: err}
 	}
 	l := s.rt.l
-	return &taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
+	t := s.raws.new()
+	*t = taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
+	return t
 }
 
 // readCurrentTasks reads the current task of every thread of the table
@@ -145,7 +147,8 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if implicit != (r.Level >= 0) {
 		return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
 	}
-	rec := &taskRec{raw: t}
+	rec := s.taskSlab.new()
+	rec.raw = t
 	tn := omprt.TaskN(r)
 	var tm *team
 	var j int32

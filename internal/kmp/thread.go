@@ -27,6 +27,11 @@ type stop struct {
 	generating, scheduling chain
 	sched                  atomic.Pointer[schedText] // run-sched-var's text, asked for last
 	nthMemo, bindMemo      atomic.Pointer[listMemo]  // nthreads-var and bind-var, made last
+
+	// Where the stop's records come from.
+	threadSlab slab[threadRec]
+	taskSlab   slab[taskRec]
+	raws       slab[taskRaw]
 }
 
 func (rt *Runtime) newStop() *stop {
@@ -402,7 +407,8 @@ func (s *stop) thread(r omprt.ThreadRef) (*threadRec, error) {
 func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	l := s.rt.l
 	r := tt.refs[pos]
-	rec := &threadRec{data: omprt.ThreadData{Ref: r}}
+	rec := s.threadSlab.new()
+	rec.data.Ref = r
 	d := &rec.data
 	if err := tt.errs[pos]; err != nil {
 		d.Err = err

@@ -1,7 +1,11 @@
 package core_test
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -143,4 +147,58 @@ func TestCompressedCoreErrors(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 3, "no temporary file left behind")
+}
+
+// TestZstdCoreSizeBound: a compressed core may decompress to no more than
+// its ELF headers say (trailing bytes, a segment claiming a terabyte, a
+// bound below the core's size), and to an ELF file only; each fails with
+// an error saying so, and leaves no temporary file.
+func TestZstdCoreSizeBound(t *testing.T) {
+	stop := fixtures.Core(t, fixtures.Nested)
+	plain, err := os.ReadFile(stop.Core)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	compress := func(name string, b []byte) string {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		require.NoError(t, err)
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, enc.EncodeAll(b, nil), 0o644))
+		return p
+	}
+	f, err := elf.NewFile(bytes.NewReader(plain))
+	require.NoError(t, err)
+	last := f.Progs[len(f.Progs)-1]
+
+	// The same content opens; one more byte (2 MiB more, in zeros) does not.
+	c, err := core.Open(stop.Exe, compress("ok.zst", plain), core.WithTempDir(dir))
+	require.NoError(t, err)
+	c.Close()
+	padded := append(append([]byte(nil), plain...), make([]byte, 2<<20)...)
+	_, err = core.Open(stop.Exe, compress("padded.zst", padded), core.WithTempDir(dir))
+	assert.ErrorIs(t, err, core.ErrDecompressedSize)
+	assert.ErrorContains(t, err, "padded.zst")
+	assert.ErrorContains(t, err, fmt.Sprintf("more than the %d bytes its ELF headers say", len(plain)))
+
+	// A segment that claims a terabyte is refused before it is written.
+	huge := append([]byte(nil), plain...)
+	phdr := f.FileHeader.ByteOrder.Uint64(plain[32:]) + uint64(len(f.Progs)-1)*56
+	binary.LittleEndian.PutUint64(huge[phdr+32:], 1<<40) // p_filesz
+	_, err = core.Open(stop.Exe, compress("huge.zst", huge), core.WithTempDir(dir), core.WithMaxDecompressedSize(1<<32))
+	assert.ErrorIs(t, err, core.ErrDecompressedSize)
+	assert.ErrorContains(t, err, "temporary directory")
+	require.Less(t, last.Off+last.Filesz, uint64(1<<40))
+
+	// A bound below the core's size.
+	_, err = core.Open(stop.Exe, compress("small.zst", plain), core.WithTempDir(dir), core.WithMaxDecompressedSize(int64(len(plain)/2)))
+	assert.ErrorIs(t, err, core.ErrDecompressedSize)
+
+	// Not ELF at all, and less than an ELF header.
+	_, err = core.Open(stop.Exe, compress("text.zst", bytes.Repeat([]byte("not a core\n"), 100)), core.WithTempDir(dir))
+	assert.ErrorContains(t, err, "no ELF file")
+	_, err = core.Open(stop.Exe, compress("short.zst", plain[:40]), core.WithTempDir(dir))
+	assert.ErrorContains(t, err, "no ELF core")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 6, "only the compressed files")
 }

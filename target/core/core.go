@@ -23,7 +23,9 @@
 // A core compressed with zstd, as systemd-coredump keeps them (.zst), is
 // opened as it is: Open streams it into an unlinked temporary file
 // (WithTempDir says where) and reads that, so the core is never held in
-// memory; WithContext bounds the decompression.
+// memory; WithContext bounds the decompression in time, and the core's
+// own ELF headers and the temporary directory's free space bound it in
+// size (ErrDecompressedSize, WithMaxDecompressedSize).
 //
 // Cores written by Delve's dump command open too: Delve writes the
 // kernel's notes without an owner name after a "Delve Header" note (or its
@@ -79,6 +81,8 @@ type config struct {
 
 	openCtx context.Context // nil: context.Background()
 	tempDir string
+
+	maxDecompressed int64 // > 0: WithMaxDecompressedSize
 }
 
 // Errors of the search for separate debug files (see ObjectInfo.DebugErr).

@@ -12,17 +12,24 @@ import (
 // nothing of: a fresh buffer of a few hundred KB per call costs its
 // clearing, and the page faults of the target's copy into it, more than
 // the read itself.
+// maxRunPages bounds one read of ReadEach, in pages.
+const maxRunPages = 64
+
+// maxGapPages is how many unwanted pages ReadEach reads to join two runs
+// of wanted structures: a page costs less than a read.
+const maxGapPages = 2
+
 var scratchRuns = sync.Pool{New: func() any { return new([]byte) }}
 
 // ReadEach reads the size bytes at each address of addrs, the structures
 // of one kind a runtime allocates one after the other (its per-thread
 // structures), with as few target reads as their placement allows:
-// structures whose pages lie within maxPrefetchGap pages of each other are
-// read together, gaps included, up to maxPrefetchRun pages a read, as
-// Prefetch joins pages. Unlike Prefetch it keeps only the structures,
-// copied next to each other into one allocation per read, not the pages
-// they lie in: reading a run costs a copy of the wanted bytes only, and
-// the gap pages and the rest of each page are not kept.
+// structures whose pages lie within maxGapPages pages of each other are
+// read together, gaps included, up to maxRunPages pages a read. It keeps
+// only the structures, copied next to each other into one allocation per
+// read, not the pages they lie in: reading a run costs a copy of the
+// wanted bytes only, and the gap pages and the rest of each page are not
+// kept.
 //
 // The extents kept count against the stop's budget (MaxStopBytes).
 // A target that reads many ranges at once (target.VectorReader) reads
@@ -34,7 +41,7 @@ var scratchRuns = sync.Pool{New: func() any { return new([]byte) }}
 // page costs only the structures on it. out and errs must be as long as
 // addrs.
 func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, errs []error) {
-	if size == 0 || size > maxPrefetchRun*PageSize {
+	if size == 0 || size > maxRunPages*PageSize {
 		for i, a := range addrs {
 			if a != 0 {
 				out[i], errs[i] = m.View(a, size, what)
@@ -75,7 +82,7 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 		for ; j < len(order); j++ {
 			a := addrs[order[j]]
 			lo, hi := a&^(PageSize-1), (a+size-1)&^(PageSize-1)
-			if (lo > last && lo-last > (maxPrefetchGap+1)*PageSize) || (hi-first)/PageSize >= maxPrefetchRun {
+			if (lo > last && lo-last > (maxGapPages+1)*PageSize) || (hi-first)/PageSize >= maxRunPages {
 				break
 			}
 			last = max(last, hi)

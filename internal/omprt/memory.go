@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -382,100 +381,6 @@ func PutUint(order binary.ByteOrder, size uint64, x uint64) []byte {
 	return b
 }
 
-// maxPrefetchRun bounds one read of Prefetch, in pages.
-const maxPrefetchRun = 64
-
-// maxPrefetchGap is how many unwanted pages Prefetch reads to join two
-// runs of wanted ones: a page costs less than a read.
-const maxPrefetchGap = 2
-
-// Prefetch reads the pages of the given ranges that are not cached yet,
-// joining neighbouring pages into few target reads: a runtime's
-// per-thread structures, allocated one after the other, then cost a read
-// per run instead of one per thread. Only the wanted pages of a run are
-// kept. Pages the target cannot read in a run are left to Read, which
-// reads them one by one.
-func (m *Memory) Prefetch(addrs []uint64, size uint64) {
-	if size == 0 || size > MaxRead {
-		return
-	}
-	var pages []uint64
-	m.mu.RLock()
-	for _, a := range addrs {
-		if a == 0 || a+size < a {
-			continue
-		}
-		// Loop to the last page, not past a+size: a page at the top of
-		// the address space would wrap pg to 0 and never end.
-		last := (a + size - 1) &^ (PageSize - 1)
-		for pg := a &^ (PageSize - 1); ; pg += PageSize {
-			if _, ok := m.pages[pg]; !ok {
-				pages = append(pages, pg)
-			}
-			if pg == last {
-				break
-			}
-		}
-	}
-	m.mu.RUnlock()
-	slices.Sort(pages)
-	pages = slices.Compact(pages)
-	var scratch []byte
-	for i := 0; i < len(pages); {
-		j := i + 1
-		for j < len(pages) && pages[j]-pages[j-1] <= (maxPrefetchGap+1)*PageSize && (pages[j]-pages[i])/PageSize < maxPrefetchRun {
-			j++
-		}
-		if j-i == 1 || pages[j-1]-pages[i] == uint64(j-i-1)*PageSize {
-			m.readRun(pages[i], pages[j-1]) // no gap: nothing to drop
-		} else {
-			n := int(pages[j-1]-pages[i]) + PageSize
-			if cap(scratch) < n {
-				scratch = make([]byte, n)
-			}
-			if err := m.T.ReadMemory(scratch[:n], pages[i]); err == nil {
-				m.keep(scratch[:n], pages[i], pages[i:j])
-			} else {
-				// A page between two wanted ones is not mapped: read
-				// the runs of adjacent wanted pages alone.
-				for k := i; k < j; {
-					l := k + 1
-					for l < j && pages[l] == pages[l-1]+PageSize {
-						l++
-					}
-					m.readRun(pages[k], pages[l-1])
-					k = l
-				}
-			}
-		}
-		i = j
-	}
-}
-
-// keep caches the wanted pages of run, read at first, in one allocation.
-// A page's slice extends to the end of the wanted pages adjacent to it, so
-// that Read can hand out a structure spanning them without copying.
-func (m *Memory) keep(run []byte, first uint64, wanted []uint64) {
-	if m.reserve(first, len(wanted)*PageSize) != nil {
-		return // Read reports it
-	}
-	buf := make([]byte, len(wanted)*PageSize)
-	for k := 0; k < len(wanted); {
-		l := k + 1
-		for l < len(wanted) && wanted[l] == wanted[l-1]+PageSize {
-			l++
-		}
-		lo, hi := k*PageSize, l*PageSize
-		src := int(wanted[k] - first)
-		copy(buf[lo:hi], run[src:src+hi-lo])
-		for x := k; x < l; x++ {
-			off := x * PageSize
-			m.store(wanted[x], buf[off:off+PageSize:hi])
-		}
-		k = l
-	}
-}
-
 // join reads pages first..last with one target read and caches them as
 // one run, in place of any of them cached apart. A page holds the same
 // bytes however it was read (the target is stopped), so readers of the
@@ -522,23 +427,3 @@ const (
 	notJoined             // too long, or past the stop's budget
 	unreadable            // not readable as whole pages
 )
-
-// readRun reads and caches pages first..last with one target read.
-func (m *Memory) readRun(first, last uint64) bool {
-	if m.reserve(first, int(last-first+PageSize)) != nil {
-		return false // Read reports it
-	}
-	buf := make([]byte, last-first+PageSize)
-	if err := m.T.ReadMemory(buf, first); err != nil {
-		m.used.Add(-int64(len(buf)))
-		return false
-	}
-	for pg := first; ; pg += PageSize { // pg <= last would wrap at the top page
-		off := pg - first
-		m.store(pg, buf[off:off+PageSize])
-		if pg == last {
-			break
-		}
-	}
-	return true
-}

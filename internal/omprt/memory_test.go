@@ -16,45 +16,6 @@ import (
 
 const page = omprt.PageSize
 
-// Prefetch reads the pages of many small structures with one target read
-// per run of nearby pages, reads through short gaps, and falls back to
-// the adjacent runs alone when a gap is not mapped.
-func TestPrefetch(t *testing.T) {
-	const base = 0x100000
-	for _, c := range []struct {
-		name   string
-		mapped [][2]uint64 // page index, pages
-		want   []uint64    // structures, by page index
-		reads  int64
-	}{
-		{"adjacent", [][2]uint64{{0, 2}}, []uint64{0, 1}, 1},
-		{"gap mapped", [][2]uint64{{0, 4}}, []uint64{0, 3}, 1},
-		{"gap unmapped", [][2]uint64{{0, 1}, {2, 1}}, []uint64{0, 2}, 3},
-		{"far apart", [][2]uint64{{0, 1}, {10, 1}}, []uint64{0, 10}, 2},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			tg := fakeruntime.NewTarget(fakeruntime.Config{})
-			for _, m := range c.mapped {
-				require.NoError(t, tg.Map(base+m[0]*page, int(m[1]*page)))
-			}
-			mem := omprt.NewMemory(tg)
-			var addrs []uint64
-			for _, p := range c.want {
-				addrs = append(addrs, base+p*page+64)
-			}
-			tg.ResetCounters()
-			mem.Prefetch(addrs, 128)
-			assert.Equal(t, c.reads, tg.Reads(), "reads of the prefetch")
-			tg.ResetCounters()
-			for _, a := range addrs {
-				_, err := mem.View(a, 128, "structure")
-				require.NoError(t, err)
-			}
-			assert.Zero(t, tg.Reads(), "every structure served from the cache")
-		})
-	}
-}
-
 // Cache hands every caller the same record, however many decode it at once.
 func TestCacheOneRecordPerKey(t *testing.T) {
 	var c omprt.Cache[int, *int]
@@ -110,61 +71,6 @@ func TestErrors(t *testing.T) {
 	assert.ErrorIs(t, omprt.Errorf(omprt.ErrNoRuntime, "open"), omprt.ErrIncompatible)
 }
 
-// Prefetch keeps only the wanted pages of a run read through a gap, and a
-// structure spanning two wanted pages reads back whole, from the cache,
-// with the target's bytes.
-func TestPrefetchKeepsWantedPages(t *testing.T) {
-	const base = 0x200000
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	require.NoError(t, tg.Map(base, 6*page))
-	want := make([]byte, 6*page)
-	for i := range want {
-		want[i] = byte(i*7 + i/page)
-	}
-	require.NoError(t, tg.Poke(base, want))
-	mem := omprt.NewMemory(tg)
-	// Structures over pages 0-1 and 4-5, pages 2-3 a gap read through.
-	addrs := []uint64{base + page - 100, base + 5*page - 100}
-	tg.ResetCounters()
-	mem.Prefetch(addrs, 200)
-	assert.Equal(t, int64(1), tg.Reads(), "one read through the gap")
-	tg.ResetCounters()
-	for _, a := range addrs {
-		b, err := mem.Read(a, 200)
-		require.NoError(t, err)
-		assert.Equal(t, want[a-base:a-base+200], b)
-		assert.Equal(t, 200, cap(b), "the caller cannot append into the cache")
-	}
-	b, err := mem.Read(base+page-100, page+200)
-	require.NoError(t, err)
-	assert.Equal(t, want[page-100:2*page+100], b, "across a wanted page into a gap page")
-	assert.Equal(t, int64(1), tg.Reads(), "only the gap page is read again")
-	b, err = mem.Read(base+2*page-100, 200)
-	require.NoError(t, err)
-	assert.Equal(t, want[2*page-100:2*page+100], b)
-}
-
-// A structure in the top page of the address space (a corrupt pointer)
-// ends Prefetch: the page loop once wrapped to address 0 and grew its page
-// list until the heap took the machine (mutation harness, tasks 4242/2783).
-func TestPrefetchTopPage(t *testing.T) {
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	mem := omprt.NewMemory(tg)
-	top := ^uint64(0) &^ (page - 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		mem.Prefetch([]uint64{top + 16, top}, 584)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Prefetch of the top page did not return")
-	}
-	_, err := mem.View(top+16, 584, "structure")
-	assert.Error(t, err)
-}
-
 // topTarget serves the last pages of the 64-bit address space (which
 // fakeruntime cannot map: their end wraps to 0) with a pattern of their
 // address, and counts the reads of them.
@@ -188,11 +94,11 @@ func (t *topTarget) ReadMemory(buf []byte, addr uint64) error {
 	return nil
 }
 
-// Prefetch and Read at the top page of the address space: a run ending in
-// the last page (readRun), a run read through a gap up to it (keep), and
-// a read across its last two pages (fill) all end, cache what they read,
-// and hand back the target's bytes; a range past 2^64 is refused. The page
-// loops once wrapped to page 0 there (1f3e079 fixed them).
+// Read and ReadEach at the top page of the address space: a read across
+// its last two pages (fill) and a run of structures up to it all end,
+// cache what they read, and hand back the target's bytes; a range past
+// 2^64 is refused. The page loops once wrapped to page 0 there (1f3e079
+// fixed them).
 func TestMemoryTopPage(t *testing.T) {
 	top := ^uint64(0) &^ (page - 1)
 	check := func(t *testing.T, mem *omprt.Memory, tg *topTarget, addr uint64, n int) {
@@ -214,27 +120,6 @@ func TestMemoryTopPage(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s at the top page did not return", name)
 		}
-	}
-	for _, c := range []struct {
-		name  string
-		addrs []uint64 // structures of 600 bytes
-		reads int      // target reads of the prefetch
-	}{
-		{"adjacent run", []uint64{top - page + 3800, top + 16}, 1},        // readRun(top-page, top)
-		{"run through a gap", []uint64{top - 3*page + 64, top + 3000}, 1}, // keep: 2 wanted pages of 4
-		{"last page alone", []uint64{top + 3400}, 1},                      // ends at 2^64 exactly
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
-			mem := omprt.NewMemory(tg)
-			run(t, "Prefetch", func() { mem.Prefetch(c.addrs, 600) })
-			assert.Equal(t, c.reads, tg.reads, "reads of the prefetch")
-			tg.reads = 0
-			for _, a := range c.addrs {
-				check(t, mem, tg, a, 600)
-			}
-			assert.Zero(t, tg.reads, "every structure served from the cache")
-		})
 	}
 	t.Run("read across the last two pages", func(t *testing.T) {
 		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
@@ -262,9 +147,9 @@ func TestMemoryTopPage(t *testing.T) {
 	t.Run("past the end", func(t *testing.T) {
 		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
 		mem := omprt.NewMemory(tg)
-		run(t, "Prefetch", func() { mem.Prefetch([]uint64{top + 4000}, 600) })
-		assert.Zero(t, tg.reads, "a structure wrapping past 2^64 is not prefetched")
-		_, err := mem.Read(top+4000, 600)
+		var err error
+		run(t, "Read", func() { _, err = mem.Read(top+4000, 600) })
+		assert.Zero(t, tg.reads, "a structure wrapping past 2^64 is not read")
 		assert.ErrorIs(t, err, target.ErrNoMemory)
 		_, err = mem.View(top+4000, 600, "structure")
 		assert.ErrorIs(t, err, omprt.ErrReadFailed)
@@ -272,7 +157,7 @@ func TestMemoryTopPage(t *testing.T) {
 }
 
 // A stop reads at most Memory.Budget bytes of target memory, however the
-// bytes are read (pages, runs, prefetches, exact reads of small mappings,
+// bytes are read (pages, runs, exact reads of small mappings,
 // copies) and however long its callers keep what they got; past it every
 // read that would allocate fails with ErrStopBudget while cached pages
 // still answer, and Refresh starts a new budget.
@@ -315,8 +200,6 @@ func TestMemoryStopBudget(t *testing.T) {
 		require.NoError(t, err, "strings are not counted")
 		assert.Equal(t, "ompd", str)
 	}
-	mem.Prefetch([]uint64{base + 20*page, base + 30*page}, 64)
-	assert.Equal(t, int64(8*page), mem.Used(), "a prefetch past the budget reads nothing to keep")
 	out, errs := make([]omprt.View, 2), make([]error, 2)
 	mem.ReadEach([]uint64{base + 20*page, base + 21*page}, 64, "kmp_info_t", out, errs)
 	for _, err := range errs {
@@ -332,10 +215,12 @@ func TestMemoryStopBudget(t *testing.T) {
 	s, err := mem.String(small, "name")
 	require.NoError(t, err)
 	assert.Equal(t, "ompd", s)
-	mem.Prefetch([]uint64{base + 20*page, base + 23*page, base + 40*page}, 64)
-	assert.Equal(t, int64(16+3*page), mem.Used(), "wanted pages kept, gap pages not")
 	for _, a := range []uint64{base + 20*page, base + 23*page, base + 40*page} {
 		require.NoError(t, read(a, 64))
+	}
+	assert.Equal(t, int64(16+3*page), mem.Used(), "a page each")
+	for _, a := range []uint64{base + 20*page, base + 23*page, base + 40*page} {
+		require.NoError(t, read(a+100, 64))
 	}
 	assert.Equal(t, int64(16+3*page), mem.Used(), "from the cache")
 	out, errs = make([]omprt.View, 2), make([]error, 2)

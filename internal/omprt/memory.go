@@ -26,7 +26,7 @@ const PageSize = 4096
 // nothing: this bound is on what the stop has read, checked before each
 // read allocates, never on a cache hit. 512 MiB is about 40,000 threads'
 // worth of runtime structures at the 12 KB per thread a snapshot reads
-// (BENCHMARKS.md: 48.9 MB at 4096 threads), and stays below the 1 GiB a
+// (BENCHMARKS.md: 51.6 MB at 4096 threads), and stays below the 1 GiB a
 // mutated core may make the mutation harness allocate.
 const MaxStopBytes = 512 << 20
 

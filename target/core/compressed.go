@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -143,6 +144,7 @@ type sizeGuard struct {
 
 	order            binary.ByteOrder
 	class            elf.Class
+	l                *elfLayout
 	phoff, shoff     uint64
 	phnum, shnum     uint64
 	phentsz, shentsz uint64
@@ -256,6 +258,33 @@ func (g *sizeGuard) read(off, n uint64) ([]byte, error) {
 	return b, nil
 }
 
+// elfLayout places the header fields sizeGuard reads, for one ELF class,
+// taken from debug/elf's structures as debug/elf itself does.
+type elfLayout struct {
+	phoff, shoff, phentsize, phnum, shentsize, shnum uintptr // in the ELF header
+	prog, progOff, progFilesz                        uintptr // program header size, fields
+	sect, sectType, sectOff, sectSize, sectInfo      uintptr // section header size, fields
+}
+
+var (
+	elfLayout64 = elfLayout{
+		unsafe.Offsetof(elf.Header64{}.Phoff), unsafe.Offsetof(elf.Header64{}.Shoff),
+		unsafe.Offsetof(elf.Header64{}.Phentsize), unsafe.Offsetof(elf.Header64{}.Phnum),
+		unsafe.Offsetof(elf.Header64{}.Shentsize), unsafe.Offsetof(elf.Header64{}.Shnum),
+		unsafe.Sizeof(elf.Prog64{}), unsafe.Offsetof(elf.Prog64{}.Off), unsafe.Offsetof(elf.Prog64{}.Filesz),
+		unsafe.Sizeof(elf.Section64{}), unsafe.Offsetof(elf.Section64{}.Type), unsafe.Offsetof(elf.Section64{}.Off),
+		unsafe.Offsetof(elf.Section64{}.Size), unsafe.Offsetof(elf.Section64{}.Info),
+	}
+	elfLayout32 = elfLayout{
+		unsafe.Offsetof(elf.Header32{}.Phoff), unsafe.Offsetof(elf.Header32{}.Shoff),
+		unsafe.Offsetof(elf.Header32{}.Phentsize), unsafe.Offsetof(elf.Header32{}.Phnum),
+		unsafe.Offsetof(elf.Header32{}.Shentsize), unsafe.Offsetof(elf.Header32{}.Shnum),
+		unsafe.Sizeof(elf.Prog32{}), unsafe.Offsetof(elf.Prog32{}.Off), unsafe.Offsetof(elf.Prog32{}.Filesz),
+		unsafe.Sizeof(elf.Section32{}), unsafe.Offsetof(elf.Section32{}.Type), unsafe.Offsetof(elf.Section32{}.Off),
+		unsafe.Offsetof(elf.Section32{}.Size), unsafe.Offsetof(elf.Section32{}.Info),
+	}
+)
+
 // word reads an address-sized field of a header.
 func (g *sizeGuard) word(b []byte) uint64 {
 	if g.class == elf.ELFCLASS32 {
@@ -296,20 +325,18 @@ func (g *sizeGuard) readEhdr() error {
 	g.class = elf.Class(h[elf.EI_CLASS])
 	switch g.class {
 	case elf.ELFCLASS64:
-		g.phoff, g.shoff = g.word(h[32:]), g.word(h[40:])
-		g.phentsz, g.phnum = uint64(g.order.Uint16(h[54:])), uint64(g.order.Uint16(h[56:]))
-		g.shentsz, g.shnum = uint64(g.order.Uint16(h[58:])), uint64(g.order.Uint16(h[60:]))
+		g.l = &elfLayout64
 	case elf.ELFCLASS32:
-		g.phoff, g.shoff = g.word(h[28:]), g.word(h[32:])
-		g.phentsz, g.phnum = uint64(g.order.Uint16(h[42:])), uint64(g.order.Uint16(h[44:]))
-		g.shentsz, g.shnum = uint64(g.order.Uint16(h[46:])), uint64(g.order.Uint16(h[48:]))
+		g.l = &elfLayout32
 	default:
 		return fmt.Errorf("the decompressed ELF header has class %d", h[elf.EI_CLASS])
 	}
-	ph, sh := uint64(56), uint64(64) // Elf64_Phdr, Elf64_Shdr
-	if g.class == elf.ELFCLASS32 {
-		ph, sh = 32, 40
-	}
+	l := g.l
+	half := func(off uintptr) uint64 { return uint64(g.order.Uint16(h[off:])) }
+	g.phoff, g.shoff = g.word(h[l.phoff:]), g.word(h[l.shoff:])
+	g.phentsz, g.phnum = half(l.phentsize), half(l.phnum)
+	g.shentsz, g.shnum = half(l.shentsize), half(l.shnum)
+	ph, sh := uint64(l.prog), uint64(l.sect)
 	if g.phnum != 0 && (g.phentsz < ph || g.phentsz > maxHeaderEntry) {
 		return fmt.Errorf("the decompressed ELF header gives program headers of %d bytes", g.phentsz)
 	}
@@ -329,15 +356,11 @@ func (g *sizeGuard) readSh0() error {
 	if err != nil {
 		return err
 	}
-	sizeOff, infoOff := 32, 44 // Elf64_Shdr sh_size, sh_info
-	if g.class == elf.ELFCLASS32 {
-		sizeOff, infoOff = 20, 28
-	}
 	if g.shnum == 0 {
-		g.shnum = g.word(s[sizeOff:])
+		g.shnum = g.word(s[g.l.sectSize:])
 	}
 	if g.phnum == pnXNum {
-		g.phnum = uint64(g.order.Uint32(s[infoOff:]))
+		g.phnum = uint64(g.order.Uint32(s[g.l.sectInfo:]))
 	}
 	if g.phnum > maxHeaders || g.shnum > maxHeaders {
 		return fmt.Errorf("%w: section header 0 gives %d program and %d section headers", ErrDecompressedSize, g.phnum, g.shnum)
@@ -366,15 +389,11 @@ func (g *sizeGuard) eachHeader(off, num, entsz uint64, fn func(i uint64, h []byt
 
 // readPhdrs adds the program header table and its segments' contents.
 func (g *sizeGuard) readPhdrs() error {
-	offOff, sizeOff := 8, 32 // Elf64_Phdr p_offset, p_filesz
-	if g.class == elf.ELFCLASS32 {
-		offOff, sizeOff = 4, 16
-	}
 	if err := g.span("the program header table", -1, g.phoff, g.phnum*g.phentsz); err != nil {
 		return err
 	}
 	return g.eachHeader(g.phoff, g.phnum, g.phentsz, func(i uint64, p []byte) error {
-		return g.span("program", int64(i), g.word(p[offOff:]), g.word(p[sizeOff:]))
+		return g.span("program", int64(i), g.word(p[g.l.progOff:]), g.word(p[g.l.progFilesz:]))
 	})
 }
 
@@ -383,17 +402,13 @@ func (g *sizeGuard) readShdrs() error {
 	if g.shnum == 0 {
 		return nil
 	}
-	typeOff, offOff, sizeOff := 4, 24, 32 // Elf64_Shdr sh_type, sh_offset, sh_size
-	if g.class == elf.ELFCLASS32 {
-		offOff, sizeOff = 16, 20
-	}
 	if err := g.span("the section header table", -1, g.shoff, g.shnum*g.shentsz); err != nil {
 		return err
 	}
 	return g.eachHeader(g.shoff, g.shnum, g.shentsz, func(i uint64, s []byte) error {
-		if t := elf.SectionType(g.order.Uint32(s[typeOff:])); t == elf.SHT_NOBITS || t == elf.SHT_NULL {
+		if t := elf.SectionType(g.order.Uint32(s[g.l.sectType:])); t == elf.SHT_NOBITS || t == elf.SHT_NULL {
 			return nil
 		}
-		return g.span("section", int64(i), g.word(s[offOff:]), g.word(s[sizeOff:]))
+		return g.span("section", int64(i), g.word(s[g.l.sectOff:]), g.word(s[g.l.sectSize:]))
 	})
 }

@@ -190,20 +190,10 @@ func TestFakeSerialWithoutLWT(t *testing.T) {
 	})
 }
 
-// fakeWalkParallel follows Enclosing from p up to limit steps; it returns the
-// number of regions seen and the error that ended the walk (nil if the
-// limit was reached).
+// fakeWalkParallel follows Enclosing from p up to limit steps, reading
+// each region's level (see fakeFollow).
 func fakeWalkParallel(p ompd.Parallel, limit int) (int, error) {
-	for n := 1; n <= limit; n++ {
-		if _, err := p.Level(); err != nil {
-			return n, err
-		}
-		var err error
-		if p, err = p.Enclosing(); err != nil {
-			return n, err
-		}
-	}
-	return limit, nil
+	return fakeFollow(p, func(p ompd.Parallel) error { _, err := p.Level(); return err }, ompd.Parallel.Enclosing, limit)
 }
 
 func TestFakeTeamParentCycle(t *testing.T) {

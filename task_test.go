@@ -218,18 +218,26 @@ func TestFakeTaskKinds(t *testing.T) {
 // sane runtime state needs, far less than a runaway walk makes.
 const fakeMaxSteps = 10000
 
-// fakeWalkTasks follows next (Generating or Scheduling) from tk the same way.
-func fakeWalkTasks(tk ompd.Task, next func(ompd.Task) (ompd.Task, error), limit int) (int, error) {
+// fakeFollow follows next from h up to limit steps, decoding each handle
+// with check; it returns the number of handles seen and the error that
+// ended the walk (nil if the limit was reached).
+func fakeFollow[H any](h H, check func(H) error, next func(H) (H, error), limit int) (int, error) {
 	for n := 1; n <= limit; n++ {
-		if _, err := tk.Kind(); err != nil {
+		if err := check(h); err != nil {
 			return n, err
 		}
 		var err error
-		if tk, err = next(tk); err != nil {
+		if h, err = next(h); err != nil {
 			return n, err
 		}
 	}
 	return limit, nil
+}
+
+// fakeWalkTasks follows next (Generating or Scheduling) from tk, reading
+// each task's kind (see fakeFollow).
+func fakeWalkTasks(tk ompd.Task, next func(ompd.Task) (ompd.Task, error), limit int) (int, error) {
+	return fakeFollow(tk, func(tk ompd.Task) error { _, err := tk.Kind(); return err }, next, limit)
 }
 
 func TestFakeTaskParentCycle(t *testing.T) {

@@ -46,24 +46,39 @@ func TestLiveBacktraces(t *testing.T) {
 	}
 }
 
-// TestAttachBacktracesMatchGDB: the nested fixture waits in stopme (hold
-// mode); gdb attaches, prints every thread's backtrace and detaches; then
-// Delve attaches and every thread's backtrace, from the frame that
-// recorded the thread's truth outwards, is gdb's.
+// TestAttachBacktracesMatchGDB: the nested fixture (nested regions) and
+// the tasks fixture (explicit task chains, tasks suspended in taskwaits)
+// wait in stopme (hold mode); gdb attaches, prints every thread's
+// backtrace and detaches; then Delve attaches, every thread's backtrace
+// is placed as the truth says, and from the frame that recorded the
+// thread's truth outwards it is gdb's.
 func TestAttachBacktracesMatchGDB(t *testing.T) {
 	fixtures.RequireTool(t, "gdb")
-	r := newRun(t, fixtures.Nested)
-	cmd := startHeld(t, r)
-	gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
+	for _, name := range []string{fixtures.Nested, fixtures.Tasks} {
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t, name)
+			cmd := startHeld(t, r)
+			gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
 
-	p, err := Attach(cmd.Process.Pid)
-	unavailable(t, err)
-	require.NoError(t, err)
-	defer func() { _ = p.Detach(false) }()
-	tr := r.truth(t)
-	as, err := ompd.Open(p)
-	require.NoError(t, err)
-	bts := ompdtest.CheckBacktraces(t, as, tr)
-	ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
-	release(t, p)
+			p, err := Attach(cmd.Process.Pid)
+			unavailable(t, err)
+			require.NoError(t, err)
+			attached := true
+			defer func() {
+				if attached {
+					_ = p.Detach(false)
+				}
+			}()
+			tr := r.truth(t)
+			as, err := ompd.Open(p)
+			require.NoError(t, err)
+			bts := ompdtest.CheckBacktraces(t, as, tr)
+			ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
+			as.Close()
+			release(t, p)
+			require.NoError(t, p.Detach(false))
+			attached = false
+			waitExit(t, cmd)
+		})
+	}
 }

@@ -220,9 +220,9 @@ func TestBacktraceCorruptStack(t *testing.T) {
 // TestBacktraceGomp unwinds gcc programs on GCC's libgomp (the debug build
 // and the distribution's stripped libgomp1, whose .eh_frame is all there
 // is): every thread's walk is complete, matches gdb's, and reaches the
-// frame that recorded the thread's truth in the program's source; libgomp
-// keeps no task frames, so frames are not placed in tasks (PlaceErr says
-// so).
+// frames that recorded the thread's and its tasks' truth in the program's
+// source; libgomp keeps no task frames, so frames are not placed in tasks
+// (PlaceErr says so).
 func TestBacktraceGomp(t *testing.T) {
 	runtimes := map[string]func(testing.TB) fixtures.RuntimeInfo{
 		"system": func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
@@ -240,27 +240,7 @@ func TestBacktraceGomp(t *testing.T) {
 				as, err := ompd.Open(c)
 				require.NoError(t, err)
 				defer as.Close()
-				bts := map[int]*ompd.Backtrace{}
-				for _, tt := range stop.Truth.Threads {
-					th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
-					require.NoError(t, err)
-					bt, err := th.Backtrace(context.Background())
-					require.NoError(t, err)
-					bts[tt.TID] = bt
-					assert.NoError(t, bt.End, "thread %d", tt.TID)
-					assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnsupported, "thread %d", tt.TID)
-					frame, err := fixtures.ParseHex(tt.Frame)
-					require.NoError(t, err)
-					found := false
-					for _, f := range bt.Frames {
-						if f.CFA == frame+16 {
-							found = true
-							assert.True(t, ompdtest.FixtureSource(f.File), "thread %d: %v", tt.TID, f)
-							assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
-						}
-					}
-					assert.True(t, found, "thread %d (%s): a frame with CFA %#x", tt.TID, tt.Role, frame+16)
-				}
+				bts := ompdtest.CheckUnplacedBacktraces(t, as, stop.Truth)
 				ompdtest.CompareWithGDB(t, ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core), bts)
 			})
 		}

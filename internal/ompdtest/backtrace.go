@@ -2,6 +2,7 @@ package ompdtest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,4 +103,70 @@ func frameAt(bt *ompd.Backtrace, cfa uint64) (ompd.Frame, bool) {
 func FixtureSource(file string) bool {
 	dir := filepath.Base(filepath.Dir(file))
 	return dir == "testdata" && (strings.HasSuffix(file, ".c") || strings.HasSuffix(file, ".h"))
+}
+
+// CheckUnplacedBacktraces is CheckBacktraces for a runtime that keeps no
+// task frames (GCC's libgomp): every OpenMP thread's walk is complete, the
+// OpenMP threads are exactly the truth's, placement fails with
+// ompd.ErrUnsupported and places no frame, and every frame the program
+// recorded is on its thread's stack, in the fixture's own source with a
+// line: the frame that recorded the thread's truth and, on the tasks
+// fixture, each task's body. It returns the backtraces by thread id.
+func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) map[int]*ompd.Backtrace {
+	t.Helper()
+	ptr := uint64(as.Target().Sizes().Pointer)
+	ths, err := as.Threads()
+	require.NoError(t, err)
+	var lwps []int
+	for _, th := range ths {
+		lwp, err := th.OSThread(ompd.LWPID)
+		require.NoError(t, err)
+		lwps = append(lwps, int(lwp))
+	}
+	assert.ElementsMatch(t, truth.TIDs(), lwps, "the OpenMP threads are the truth's")
+
+	out := map[int]*ompd.Backtrace{}
+	for _, tt := range truth.Threads {
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
+		require.NoError(t, err, "thread %d", tt.TID)
+		bt, err := th.Backtrace(context.Background())
+		require.NoError(t, err, "thread %d", tt.TID)
+		out[tt.TID] = bt
+		assert.NoError(t, bt.End, "thread %d: the walk reaches the outermost frame", tt.TID)
+		assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnsupported, "thread %d: no task frames to place by", tt.TID)
+		for _, f := range bt.Frames {
+			assert.Equal(t, -1, f.TaskIndex, "thread %d: %v is placed in no task", tt.TID, f)
+			if FixtureSource(f.File) {
+				assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
+			}
+		}
+		frame, err := fixtures.ParseHex(tt.Frame)
+		require.NoError(t, err)
+		checkOwnFrame(t, bt, frame+2*ptr, "thread %d (%s)", tt.TID, tt.Role)
+	}
+	for _, tk := range truth.Tasks {
+		bt := out[tk.TID]
+		if !assert.NotNil(t, bt, "task %s: its thread %d", tk.Label, tk.TID) {
+			continue
+		}
+		frame, err := fixtures.ParseHex(tk.Frame)
+		require.NoError(t, err)
+		checkOwnFrame(t, bt, frame+2*ptr, "task %s", tk.Label)
+	}
+	return out
+}
+
+// checkOwnFrame asserts that bt has a frame with the given CFA in the
+// program's own code, with a line.
+func checkOwnFrame(t *testing.T, bt *ompd.Backtrace, cfa uint64, what string, args ...any) (ompd.Frame, bool) {
+	t.Helper()
+	who := fmt.Sprintf(what, args...)
+	f, ok := frameAt(bt, cfa)
+	if !assert.True(t, ok, "%s: a frame with CFA %#x", who, cfa) {
+		return f, false
+	}
+	assert.True(t, FixtureSource(f.File), "%s: frame %v is in the fixture's source", who, f)
+	assert.Positive(t, f.Line, "%s: frame %v has a line", who, f)
+	assert.False(t, f.Runtime, "%s: frame %v is the program's", who, f)
+	return f, true
 }

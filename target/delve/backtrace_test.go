@@ -82,3 +82,62 @@ func TestAttachBacktracesMatchGDB(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveBacktracesGomp holds gcc programs on GCC's libgomp (the debug
+// build, and the distribution's stripped libgomp1 whose .eh_frame is all
+// there is) in stopme; gdb attaches, prints every thread's backtrace and
+// detaches; then Delve attaches and every OpenMP thread's backtrace,
+// from Delve's registers and the live objects' call-frame information,
+// is complete, holds the frames the program recorded in its own source
+// (threads and tasks), and matches gdb's: from the recorded frame
+// outwards for every thread, and entirely (the runtime's frames down to
+// the futex wait) for the threads asleep in a barrier, which cannot
+// have moved since gdb saw them.
+func TestLiveBacktracesGomp(t *testing.T) {
+	fixtures.RequireTool(t, "gdb")
+	runtimes := []struct {
+		name string
+		info func(t testing.TB) fixtures.RuntimeInfo
+	}{
+		{"debug-" + fixtures.GompVersions[0], func(t testing.TB) fixtures.RuntimeInfo {
+			return fixtures.GompRuntime(t, fixtures.GompVersions[0])
+		}},
+		{"system", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }},
+	}
+	for _, rt := range runtimes {
+		for _, name := range []string{fixtures.Nested, fixtures.Tasks} {
+			t.Run(rt.name+"/"+name, func(t *testing.T) {
+				r := newRunOf(t, fixtures.BuildWith(t, name, rt.info(t)), name)
+				cmd := startHeld(t, r)
+				gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
+
+				p, err := Attach(cmd.Process.Pid)
+				unavailable(t, err)
+				require.NoError(t, err)
+				attached := true
+				defer func() {
+					if attached {
+						_ = p.Detach(false)
+					}
+				}()
+				tr := r.truth(t)
+				as, err := ompd.Open(p)
+				require.NoError(t, err)
+				require.Equal(t, "GNU libgomp", as.Runtime().Name)
+				bts := ompdtest.CheckUnplacedBacktraces(t, as, tr)
+				ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
+				barrier := map[int]*ompd.Backtrace{}
+				for _, tt := range tr.ThreadsWithRole(fixtures.RoleBarrier) {
+					barrier[tt.TID] = bts[tt.TID]
+				}
+				require.NotEmpty(t, barrier)
+				ompdtest.CompareWithGDB(t, gdb, barrier)
+				as.Close()
+				release(t, p)
+				require.NoError(t, p.Detach(false))
+				attached = false
+				waitExit(t, cmd)
+			})
+		}
+	}
+}

@@ -41,7 +41,13 @@ type run struct {
 func newRun(t testing.TB, name string, extra ...string) *run {
 	t.Helper()
 	fixtures.Runtime(t)
-	exe := fixtures.Build(t, name)
+	return newRunOf(t, fixtures.Build(t, name), name, extra...)
+}
+
+// newRunOf is newRun for the fixture name built as exe (on another runtime
+// than libomp's).
+func newRunOf(t testing.TB, exe, name string, extra ...string) *run {
+	t.Helper()
 	dir := t.TempDir()
 	r := &run{
 		exe:       exe,

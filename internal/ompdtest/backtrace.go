@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,11 @@ import (
 // the tasks fixture, each task's body frame is placed in that task (by its
 // depth below the thread's current task) and the tasks suspended in a
 // taskwait say so; threads in a barrier show their current task waiting
-// in one. It returns the backtraces by thread id.
+// in one. The frames that forked the regions enclosing a thread (the
+// level records' frames on a primary thread's stack) are each placed in
+// the implicit task of their level, that many tasks outwards of the
+// thread's implicit task, in the call that started the nested region. It
+// returns the backtraces by thread id.
 func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) map[int]*ompd.Backtrace {
 	t.Helper()
 	ptr := uint64(as.Target().Sizes().Pointer)
@@ -66,10 +71,25 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 		}
 	}
 	// Explicit task chains (tasks fixture).
-	current := map[int]int{} // tid -> depth of the current task
-	for _, tk := range truth.Tasks {
-		if tk.Current {
-			current[tk.TID] = tk.Depth
+	current := currentDepths(truth)
+	// The frames that forked the enclosing regions: each in the implicit
+	// task at its level, the task that started the nested region.
+	for _, tt := range truth.Threads {
+		bt := out[tt.TID]
+		for _, lf := range levelFrames(t, truth, &tt) {
+			f, ok := checkOwnFrame(t, bt, lf.frame+2*ptr, "thread %d: the frame forking level %d (level record %v)", tt.TID, lf.r.Level+1, lf.r.Path)
+			if !ok {
+				continue
+			}
+			want := current[tt.TID] + tt.Level - lf.r.Level
+			assert.Equal(t, want, f.TaskIndex, "thread %d: frame %v of level %d placed in the task %d outwards", tt.TID, f, lf.r.Level, want)
+			assert.False(t, f.InRuntimeCall, "thread %d: frame %v is the task's own code", tt.TID, f)
+			if tk, ok := bt.Task(f); ok {
+				assert.Equal(t, lf.r.Level, tk.Level, "thread %d: level of frame %v's task", tt.TID, f)
+				if lf.r.Level < tt.Level {
+					assert.Equal(t, "parallel", tk.Wait, "thread %d: frame %v's task started a region: %+v", tt.TID, f, tk)
+				}
+			}
 		}
 	}
 	for _, tk := range truth.Tasks {
@@ -110,8 +130,9 @@ func FixtureSource(file string) bool {
 // OpenMP threads are exactly the truth's, placement fails with
 // ompd.ErrUnsupported and places no frame, and every frame the program
 // recorded is on its thread's stack, in the fixture's own source with a
-// line: the frame that recorded the thread's truth and, on the tasks
-// fixture, each task's body. It returns the backtraces by thread id.
+// line: the frame that recorded the thread's truth, on the tasks fixture
+// each task's body, and the frames that forked the regions enclosing a
+// primary thread. It returns the backtraces by thread id.
 func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) map[int]*ompd.Backtrace {
 	t.Helper()
 	ptr := uint64(as.Target().Sizes().Pointer)
@@ -152,6 +173,55 @@ func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixture
 		frame, err := fixtures.ParseHex(tk.Frame)
 		require.NoError(t, err)
 		checkOwnFrame(t, bt, frame+2*ptr, "task %s", tk.Label)
+	}
+	for _, tt := range truth.Threads {
+		for _, lf := range levelFrames(t, truth, &tt) {
+			checkOwnFrame(t, out[tt.TID], lf.frame+2*ptr, "thread %d: the frame forking level %d (level record %v)", tt.TID, lf.r.Level+1, lf.r.Path)
+		}
+	}
+	return out
+}
+
+// currentDepths maps thread ids to the depth of their current task below
+// their implicit task, as the tasks the program recorded say (none: 0).
+func currentDepths(truth *fixtures.Truth) map[int]int {
+	current := map[int]int{}
+	for _, tk := range truth.Tasks {
+		if tk.Current {
+			current[tk.TID] = tk.Depth
+		}
+	}
+	return current
+}
+
+// levelFrame is a frame that forked a region, on a thread's stack.
+type levelFrame struct {
+	r     *fixtures.Level
+	frame uint64
+}
+
+// levelFrames returns the frames of the program's level records that are
+// on thread th's stack: those recorded by th's ancestor at the record's
+// level on th's branch of the team tree when th is the primary thread of
+// every team nested below that level (the thread that forked a region
+// runs as its primary). A truth with level records must give each its
+// frame.
+func levelFrames(t *testing.T, truth *fixtures.Truth, th *fixtures.Thread) []levelFrame {
+	t.Helper()
+	path := th.Path()
+	var out []levelFrame
+	for i := range truth.Levels {
+		r := &truth.Levels[i]
+		if r.Level > th.Level || r.Level > len(path) || !slices.Equal(r.Path, path[:r.Level]) {
+			continue
+		}
+		if slices.ContainsFunc(path[r.Level:], func(n int) bool { return n != 0 }) {
+			continue
+		}
+		require.NotEmpty(t, r.Frame, "level record %d %v: its frame", r.Level, r.Path)
+		f, err := fixtures.ParseHex(r.Frame)
+		require.NoError(t, err)
+		out = append(out, levelFrame{r, f})
 	}
 	return out
 }

@@ -134,9 +134,7 @@ func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 		rec.Error = attachError(p.pid, err).Error()
 		return rec
 	}
-	r := summary.NewRecord(p.rank, p.host, p.pid, s, o.summaryOptions(proc))
-	r.Error = rec.Error
-	return r
+	return summary.NewRecord(p.rank, p.host, p.pid, s, o.summaryOptions(proc))
 }
 
 // recordErrors are the errors of a record, for a merged summary.

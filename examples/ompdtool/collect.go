@@ -30,8 +30,10 @@ func collectMode() mode {
 			"The processes are the PIDs given, or those `scontrol listpids JOBID.STEP NODE`\n" +
 			"lists, or (-job JOBID) every process of this node whose environment names the\n" +
 			"job and a rank (SLURM_PROCID; PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK outside\n" +
-			"Slurm) and that has an OpenMP runtime loaded. A rank that cannot be read gets\n" +
-			"a line with its error; the others are still read. -merged writes one line of\n" +
+			"Slurm) and that has an OpenMP runtime loaded; with -job JOBID, every task\n" +
+			"`scontrol listpids JOBID NODE` lists that the scan misses (another user's,\n" +
+			"gone) is reported too. A rank that cannot be read gets a line with its\n" +
+			"error; the others are still read. -merged writes one line of\n" +
 			"already-merged classes instead, for `ompdtool merge` to merge again.",
 		flags: flagsCommon | flagsCollect,
 		live:  true,
@@ -48,6 +50,7 @@ type rankProc struct {
 	pid  int
 	rank int
 	host string
+	err  string // why it is not read, if known before
 }
 
 func runCollect(ctx context.Context, o *options, args []string, out io.Writer) error {
@@ -121,6 +124,10 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 // collectOne attaches to one process, reads it and detaches.
 func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 	rec := summary.Record{Rank: p.rank, Host: p.host, PID: p.pid}
+	if p.err != "" {
+		rec.Error = p.err
+		return rec
+	}
 	proc, err := delve.Attach(p.pid, o.liveOptions()...)
 	if err != nil {
 		rec.Error = attachError(p.pid, err).Error()
@@ -231,7 +238,186 @@ func (o *options) findProcs(ctx context.Context, pids []string) ([]rankProc, err
 		}
 		return parseListPIDs(outb, host)
 	}
-	return scanProcs("/proc", job, host, os.Getenv("SLURM_STEP_ID"), os.Getpid())
+	ownStep := os.Getenv("SLURM_STEP_ID")
+	// The tasks Slurm started on this node, listed before the scan so
+	// that a task the scan misses was there to find.
+	tasks, lerr := listTasks(ctx, job, host)
+	procs, err := scanProcs("/proc", job, host, ownStep, os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	if lerr != nil {
+		o.progressf("collect: %v: ranks whose processes this user cannot read are not reported", lerr)
+		return procs, nil
+	}
+	return missingTasks("/proc", host, procs, tasks, ownStep), nil
+}
+
+// slurmTask is a process of a job step on a node, as `scontrol listpids`
+// lists it: a task (rank >= 0) or a child of one (rank -1).
+type slurmTask struct {
+	pid  int
+	step string
+	rank int
+}
+
+// listTasks asks `scontrol listpids JOB NODE` for the processes of every
+// step of a job on a node.
+func listTasks(ctx context.Context, job, host string) ([]slurmTask, error) {
+	cmd := exec.CommandContext(ctx, "scontrol", "listpids", job, host)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		if bytes.Contains(outb, []byte("There are no steps")) || strings.Contains(stderr.String(), "There are no steps") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("scontrol listpids %s %s: %w: %s", job, host, err, strings.TrimSpace(stderr.String()+string(outb)))
+	}
+	return parseTasks(outb)
+}
+
+// parseTasks reads `scontrol listpids` output: PID JOBID STEPID LOCALID
+// GLOBALID, the global id being the rank, "-" for a task's child.
+func parseTasks(b []byte) ([]slurmTask, error) {
+	var tasks []slurmTask
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 || f[0] == "PID" {
+			continue
+		}
+		t := slurmTask{step: f[2], rank: -1}
+		var err error
+		if t.pid, err = strconv.Atoi(f[0]); err != nil {
+			return nil, fmt.Errorf("scontrol listpids: unexpected line %q", sc.Text())
+		}
+		if f[3] != "-" && f[4] != "-" {
+			if t.rank, err = strconv.Atoi(f[4]); err != nil || t.rank < 0 {
+				return nil, fmt.Errorf("scontrol listpids: unexpected line %q", sc.Text())
+			}
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, sc.Err()
+}
+
+// missingTasks adds to procs, found by scanning procDir, the tasks of the
+// job's steps (numbered ones other than ownStep) on this node that the scan
+// did not find, so that no rank goes unreported: a task whose process (or
+// a child of it) cannot be read (another user's, or made not dumpable),
+// or that is gone, is read anyway, which says why it fails; a task of a
+// step whose other tasks here have OpenMP gets an error saying it has
+// none. The tasks of steps without OpenMP on this node (the batch
+// script, a step of tools) are left out.
+func missingTasks(procDir, host string, procs []rankProc, tasks []slurmTask, ownStep string) []rankProc {
+	found := map[int]bool{} // ranks
+	pids := map[int]bool{}
+	for _, p := range procs {
+		found[p.rank] = true
+		pids[p.pid] = true
+	}
+	ompSteps := map[string]bool{} // steps with a rank found here
+	byStep := map[string][]slurmTask{}
+	for _, t := range tasks {
+		if _, err := strconv.Atoi(t.step); err != nil || t.step == ownStep {
+			continue // batch, extern, the collector's own step
+		}
+		byStep[t.step] = append(byStep[t.step], t)
+		if pids[t.pid] {
+			ompSteps[t.step] = true
+		}
+	}
+	steps := make([]string, 0, len(byStep))
+	for s := range byStep {
+		steps = append(steps, s)
+	}
+	sort.Strings(steps)
+	for _, step := range steps {
+		ts := byStep[step]
+		for _, t := range ts {
+			if t.rank < 0 || found[t.rank] {
+				continue
+			}
+			// The task and its children.
+			cands := []int{t.pid}
+			for _, c := range ts {
+				if c.rank < 0 && descends(procDir, c.pid, t.pid) {
+					cands = append(cands, c.pid)
+				}
+			}
+			var unreadable, gone, omp []int
+			for _, pid := range cands {
+				dir := filepath.Join(procDir, strconv.Itoa(pid))
+				_, err := readEnv(filepath.Join(dir, "environ"))
+				switch {
+				case errors.Is(err, os.ErrPermission):
+					unreadable = append(unreadable, pid)
+				case err != nil || exited(dir):
+					gone = append(gone, pid)
+				default:
+					if maps, err := os.ReadFile(filepath.Join(dir, "maps")); err == nil && hasOpenMP(maps) {
+						omp = append(omp, pid)
+					}
+				}
+			}
+			p := rankProc{rank: t.rank, host: host}
+			switch {
+			case len(omp) > 0:
+				p.pid = omp[len(omp)-1]
+			case len(unreadable) > 0:
+				p.pid = unreadable[len(unreadable)-1]
+			case len(gone) == len(cands) && ompSteps[step]:
+				p.pid = t.pid
+			case ompSteps[step]:
+				p.pid = t.pid
+				p.err = fmt.Sprintf("process %d (task of step %s): no OpenMP runtime loaded in it or its children", t.pid, step)
+			default:
+				continue
+			}
+			found[t.rank] = true
+			procs = append(procs, p)
+		}
+	}
+	sort.Slice(procs, func(i, j int) bool { return procs[i].rank < procs[j].rank })
+	return procs
+}
+
+// exited tells whether the process of /proc directory dir has exited
+// (a zombie not reaped yet).
+func exited(dir string) bool {
+	st, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X')
+}
+
+// descends tells whether process pid under procDir is a descendant of
+// process anc.
+func descends(procDir string, pid, anc int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		st, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return false
+		}
+		j := bytes.LastIndexByte(st, ')')
+		if j < 0 {
+			return false
+		}
+		f := strings.Fields(string(st[j+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+		if pid == anc {
+			return true
+		}
+	}
+	return false
 }
 
 // parseListPIDs reads `scontrol listpids` output: PID JOBID STEPID LOCALID
@@ -276,7 +462,7 @@ func scanProcs(procDir, job, host, ownStep string, self int) ([]rankProc, error)
 		}
 		env, err := readEnv(filepath.Join(procDir, e.Name(), "environ"))
 		if err != nil {
-			continue // another user's, or gone
+			continue // another user's, or gone: missingTasks reports it
 		}
 		if env["SLURM_JOB_ID"] != job && env["SLURM_JOBID"] != job {
 			continue

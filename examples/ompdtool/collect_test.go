@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +125,46 @@ func TestScanProcs(t *testing.T) {
 	procs, err := scanProcs(root, "5", "n1", "1", 99)
 	require.NoError(t, err)
 	assert.Equal(t, []rankProc{{pid: 10, rank: 0, host: "n1"}, {pid: 12, rank: 1, host: "n1"}}, procs)
+}
+
+// TestMissingTasks: the tasks scontrol listpids lists that the scan did
+// not find are read anyway (so that reading them says why it fails), or
+// get an error saying they have no OpenMP; the tasks of steps without
+// OpenMP here (the batch script) and of the collector's own step are left
+// out.
+func TestMissingTasks(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid, ppid int, state, maps string) {
+		d := filepath.Join(root, strconv.Itoa(pid))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "environ"), []byte("A=1\x00"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "maps"), []byte(maps), 0o644))
+		stat := fmt.Sprintf("%d (x y) %s %d 1 1", pid, state, ppid)
+		require.NoError(t, os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644))
+	}
+	omp := "7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
+	proc(10, 1, "R", omp)  // rank 0, found by the scan
+	proc(11, 1, "Z", omp)  // rank 1, exited
+	proc(13, 1, "S", "")   // rank 3: a wrapper
+	proc(14, 13, "R", omp) // its child, with OpenMP (no rank variable)
+	proc(15, 1, "S", "")   // rank 4: no OpenMP
+	proc(20, 1, "S", "")   // the batch script
+	proc(21, 1, "S", "")   // step 1, no OpenMP here
+	proc(30, 1, "S", omp)  // the collector's step
+	tasks, err := parseTasks([]byte("PID JOBID STEPID LOCALID GLOBALID\n" +
+		"10 5 0 0 0\n11 5 0 1 1\n12 5 0 2 2\n13 5 0 3 3\n14 5 0 - -\n15 5 0 4 4\n" +
+		"20 5 batch 0 0\n21 5 1 0 9\n30 5 2 0 0\n"))
+	require.NoError(t, err)
+	procs := missingTasks(root, "n1", []rankProc{{pid: 10, rank: 0, host: "n1"}}, tasks, "2")
+	assert.Equal(t, []rankProc{
+		{pid: 10, rank: 0, host: "n1"},
+		{pid: 11, rank: 1, host: "n1"}, // read: gone
+		{pid: 12, rank: 2, host: "n1"}, // read: gone
+		{pid: 14, rank: 3, host: "n1"},
+		{pid: 15, rank: 4, host: "n1", err: "process 15 (task of step 0): no OpenMP runtime loaded in it or its children"},
+	}, procs)
+	_, err = parseTasks([]byte("12x 5 0 0 4\n"))
+	assert.ErrorContains(t, err, "unexpected line")
 }
 
 // TestAttachError names the causes: a process gone, ptrace refused.

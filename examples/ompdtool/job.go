@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ompd-go/ompd/internal/summary"
 )
 
 func jobMode() mode {
@@ -40,6 +43,12 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	}
 	if state != "RUNNING" {
 		return fmt.Errorf("job %s is %s, not RUNNING", job, state)
+	}
+	// The ranks to expect: the tasks of the job's step, when it has
+	// one (steps started later, and the batch script, are not ranks).
+	expect, err := jobRanks(ctx, job)
+	if err != nil {
+		o.progressf("job: %v: ranks no collector reports are not named", err)
 	}
 	// One task per node of the job, beside its running steps.
 	step := []string{"--overlap", "--jobid=" + job, "-N" + strconv.Itoa(nodes), "-n" + strconv.Itoa(nodes),
@@ -94,7 +103,21 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		return lerr
 	}
 	res := m.result()
-	if werr != nil && res.Summary.Ranks.Len() == 0 {
+	answered := res.Summary.Ranks
+	var missing summary.Ranges
+	for _, r := range expect {
+		for n := r.First; n <= r.Last; n++ {
+			if !inRanges(res.Summary.Ranks, n) {
+				missing = missing.Add(n)
+				res.Errors = append(res.Errors, rankError{Rank: n, Error: "no collector reported it (its node's collector failed, or did not find it)"})
+			}
+		}
+	}
+	if len(missing) > 0 {
+		res.Summary.Ranks = res.Summary.Ranks.Union(missing)
+		sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Rank < res.Errors[j].Rank })
+	}
+	if werr != nil && answered.Len() == 0 {
 		return fmt.Errorf("srun of the collectors: %w (srun's message is above; Slurm refuses a step in another user's job)", werr)
 	}
 	if err := o.printMerged(out, res); err != nil {
@@ -103,7 +126,7 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	if werr != nil {
 		// What the nodes that answered sent is printed; say the rest
 		// is missing.
-		return fmt.Errorf("srun of the collectors: %w (only ranks %s answered)", werr, res.Summary.Ranks)
+		return fmt.Errorf("srun of the collectors: %w (only ranks %s answered)", werr, answered)
 	}
 	return nil
 }
@@ -131,6 +154,50 @@ func jobNodes(ctx context.Context, job string) (state string, nodes int, err err
 		return "", 0, fmt.Errorf("squeue -j %s: unexpected node count %q", job, f[1])
 	}
 	return f[0], n, nil
+}
+
+// inRanges tells whether n is in r.
+func inRanges(r summary.Ranges, n int) bool {
+	i := sort.Search(len(r), func(i int) bool { return r[i].Last >= n })
+	return i < len(r) && r[i].First <= n
+}
+
+// jobRanks asks squeue for the ranks of a job: those of its one numbered
+// step (0-N for a step of N+1 tasks), none if it has several or none.
+func jobRanks(ctx context.Context, job string) (summary.Ranges, error) {
+	var outb, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "squeue", "-h", "-s", "-j", job, "-o", "%i %A")
+	cmd.Stdout = &outb
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("squeue -s -j %s: %w: %s", job, err, strings.TrimSpace(stderr.String()))
+	}
+	var ranks summary.Ranges
+	steps := 0
+	sc := bufio.NewScanner(&outb)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			return nil, fmt.Errorf("squeue -s -j %s: unexpected answer %q", job, sc.Text())
+		}
+		j, step, _ := strings.Cut(f[0], ".")
+		if j != job {
+			continue
+		}
+		if _, err := strconv.Atoi(step); err != nil {
+			continue // batch, extern, a heterogeneous step's part
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("squeue -s -j %s: unexpected task count %q", job, f[1])
+		}
+		steps++
+		ranks = summary.Ranges{{First: 0, Last: n - 1}}
+	}
+	if steps != 1 {
+		return nil, nil
+	}
+	return ranks, sc.Err()
 }
 
 // command runs a command, its output in the error if it fails.

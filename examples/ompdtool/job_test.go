@@ -236,25 +236,16 @@ func TestJobSlurm(t *testing.T) {
 	assert.Contains(t, stderr, "another user's job")
 }
 
-// inRanges tells whether n is in r.
-func inRanges(r summary.Ranges, n int) bool {
-	for _, x := range r {
-		if x.First <= n && n <= x.Last {
-			return true
-		}
-	}
-	return false
-}
-
 // TestJobPartial: when a node's collector fails (srun exits non-zero), the
 // ranks the other nodes sent are still merged and printed, and the error
-// says which answered. srun and squeue are stand-ins here (shell scripts
+// says which answered; the ranks of the job's step that no collector
+// reported are named. srun and squeue are stand-ins here (shell scripts
 // writing what the real ones write); TestJobSlurm runs the real ones.
 func TestJobPartial(t *testing.T) {
 	dir := t.TempDir()
 	rec := `{"rank":3,"host":"n2","pid":77,"runtime":"GNU libgomp","threads":[{"gtid":0,"state":"work_serial","regions":[{"level":0,"num_threads":1}]}]}`
 	script := map[string]string{
-		"squeue": "#!/bin/sh\necho 'RUNNING 2'\n",
+		"squeue": "#!/bin/sh\nif [ \"$2\" = -s ]; then printf '12.0 4\\n12.batch 1\\n'; else echo 'RUNNING 2'; fi\n",
 		"srun": "#!/bin/sh\necho '1: +" + rec[:40] + "'\necho '1: =" + rec[40:] + "'\n" +
 			"echo 'srun: error: n1: task 0: Exited with exit code 1' >&2\nexit 1\n",
 	}
@@ -265,6 +256,8 @@ func TestJobPartial(t *testing.T) {
 	var out, stderr bytes.Buffer
 	err := run(context.Background(), []string{"-q", "job", "12"}, &out, &stderr)
 	assert.ErrorContains(t, err, "only ranks 3 answered")
-	assert.Contains(t, out.String(), "1 thread of 1 rank (3) in 1 class")
+	assert.Contains(t, out.String(), "1 thread of 4 ranks (0-3) in 1 class")
 	assert.Contains(t, out.String(), "rank 3: 1 thread work_serial, serial")
+	// The step has 4 tasks: the ranks no collector reported are named.
+	assert.Contains(t, out.String(), "ranks 0-2: no collector reported it")
 }

@@ -65,7 +65,7 @@ const (
 	flagsFollow              // -follow
 	flagsCollect             // -job, -node, -merged
 	flagsMerge               // -dot, -exe
-	flagsJob                 // -dot, -sbcast
+	flagsJob                 // -dot, -sbcast, -parallel
 )
 
 // mode is one way to run the tool.
@@ -180,9 +180,11 @@ func (o *options) flagSet(mode string, which int) *flag.FlagSet {
 		fs.StringVar(&o.job, "job", o.job, "collect: the Slurm job (`JOBID`, or JOBID.STEP to ask scontrol listpids) whose ranks to read")
 		fs.StringVar(&o.node, "node", o.node, "collect: this node's Slurm name (`NAME`; default SLURMD_NODENAME, else the host name)")
 		fs.BoolVar(&o.merged, "merged", o.merged, "collect: write one line of merged classes instead of a line per rank")
-		fs.IntVar(&o.parallel, "parallel", o.parallel, "collect: read up to `N` ranks at once")
 		fs.IntVar(&o.chunk, "chunk", o.chunk, "collect: split each line into lines of at most `BYTES` bytes, each starting with '+', the last\n"+
 			"with '=' (for launchers that split long lines: srun forwards output in 1 KiB pieces); 0: do not split")
+	}
+	if which&(flagsCollect|flagsJob) != 0 {
+		fs.IntVar(&o.parallel, "parallel", o.parallel, "collect, job: read up to `N` ranks at once (on each node)")
 	}
 	if which&(flagsMerge|flagsJob) != 0 {
 		fs.BoolVar(&o.dot, "dot", o.dot, "merge, job: print the classes as a Graphviz DOT prefix tree of their stacks")
@@ -233,8 +235,14 @@ func (o *options) check(name string, m mode) error {
 	if m.flags&flagsFollow == 0 && o.follow {
 		return usagef(name, "-follow applies to connect")
 	}
-	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0 || o.parallel != 4) {
-		return usagef(name, "-job, -node, -merged, -chunk and -parallel apply to collect")
+	if m.flags&flagsCollect == 0 && (o.job != "" || o.node != "" || o.merged || o.chunk != 0) {
+		return usagef(name, "-job, -node, -merged and -chunk apply to collect")
+	}
+	if m.flags&(flagsCollect|flagsJob) == 0 && o.parallel != 4 {
+		return usagef(name, "-parallel applies to collect and job")
+	}
+	if o.parallel < 1 {
+		return usagef(name, "-parallel %d: want 1 or more", o.parallel)
 	}
 	if m.flags&(flagsMerge|flagsJob) == 0 && (o.dot || o.depth != 0) {
 		return usagef(name, "-dot and -depth apply to merge and job")

@@ -22,7 +22,8 @@ func jobMode() mode {
 		about: "Print the merged OpenMP view of every rank of the running Slurm job JOBID:\n" +
 			"one collector per node of the job runs in an overlapping step\n" +
 			"(srun --overlap --jobid=JOBID --ntasks-per-node=1), attaches briefly to the\n" +
-			"node's ranks and sends their records, merged here as they arrive (see merge).\n" +
+			"node's ranks and sends their classes merged (collect -merged), merged again\n" +
+			"here as they arrive (see merge); -parallel is each collector's.\n" +
 			"With -sbcast the tool is first copied to each node (no shared file system).",
 		flags: flagsCommon | flagsJob,
 		run:   runJob,
@@ -74,9 +75,12 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 			}
 		}()
 	}
-	// srun forwards output in pieces of 1 KiB, interleaving the nodes':
-	// records come in labelled lines shorter than that.
-	srunArgs := append(append([]string(nil), step...), "--label", exe, "collect", "-chunk", "900", "-job", job)
+	// Each node sends its ranks already merged (the merge is
+	// associative), errors by rank kept. srun forwards output in
+	// pieces of 1 KiB, interleaving the nodes': it comes in labelled
+	// lines shorter than that.
+	srunArgs := append(append([]string(nil), step...), "--label", exe, "collect", "-merged", "-chunk", "900",
+		"-parallel", strconv.Itoa(o.parallel), "-job", job)
 	if o.quiet {
 		srunArgs = append(srunArgs, "-q")
 	}

@@ -202,8 +202,11 @@ func TestJobSlurm(t *testing.T) {
 	}
 	assert.Equal(t, "0-4,6-7", barrier.String())
 
-	// The same through a copy of the tool on each node (sbcast).
-	text := tool("-q", "job", "-sbcast", job)
+	// The same through a copy of the tool on each node (sbcast); each
+	// node sends its ranks merged.
+	text, progress, err := runAs("job", "-sbcast", "-parallel", "2", job)
+	require.NoError(t, err, progress)
+	assert.Contains(t, progress, " collect -merged -chunk 900 -parallel 2 -job "+job)
 	lines := strings.Split(text, "\n")
 	require.Greater(t, len(lines), 2, text)
 	_, err = os.Stat("/tmp/ompdtool-" + job)

@@ -89,7 +89,10 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 	}
 	o.progressf("job: srun %s", strings.Join(srunArgs, " "))
 	cmd := exec.CommandContext(ctx, "srun", srunArgs...)
-	cmd.Stderr = o.stderr
+	// srun's own messages (and the collectors' progress) go on to
+	// stderr; their end is kept to tell why srun failed.
+	srunErr := &tailWriter{max: 16 << 10}
+	cmd.Stderr = io.MultiWriter(o.stderr, srunErr)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -122,7 +125,10 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Rank < res.Errors[j].Rank })
 	}
 	if werr != nil && answered.Len() == 0 {
-		return fmt.Errorf("srun of the collectors: %w (srun's message is above; Slurm refuses a step in another user's job)", werr)
+		if bytes.Contains(srunErr.b, []byte("Access/permission denied")) {
+			return fmt.Errorf("srun of the collectors: %w (srun's message is above; Slurm refuses a step in another user's job)", werr)
+		}
+		return fmt.Errorf("srun of the collectors: %w (srun's message is above)", werr)
 	}
 	if err := o.printMerged(out, res); err != nil {
 		return err
@@ -133,6 +139,20 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		return fmt.Errorf("srun of the collectors: %w (only ranks %s answered)", werr, answered)
 	}
 	return nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append(w.b[:0], w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
 }
 
 // jobNodes asks squeue for a job's state and number of nodes.

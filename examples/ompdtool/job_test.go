@@ -263,4 +263,27 @@ func TestJobPartial(t *testing.T) {
 	assert.Contains(t, out.String(), "rank 3: 1 thread work_serial, serial")
 	// The step has 4 tasks: the ranks no collector reported are named.
 	assert.Contains(t, out.String(), "ranks 0-2: no collector reported it")
+
+	// srun failing with no rank read: the hint about another user's job
+	// only when that is srun's reason.
+	for _, c := range []struct {
+		msg  string
+		hint bool
+	}{
+		{"srun: error: Unable to create step for job 12: Access/permission denied", true},
+		{"srun: error: Unable to create step for job 12: Requested nodes are busy", false},
+	} {
+		srun := "#!/bin/sh\necho '" + c.msg + "' >&2\nexit 1\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "srun"), []byte(srun), 0o755))
+		out.Reset()
+		stderr.Reset()
+		err := run(context.Background(), []string{"-q", "job", "12"}, &out, &stderr)
+		require.Error(t, err)
+		if c.hint {
+			assert.ErrorContains(t, err, "another user's job")
+		} else {
+			assert.NotContains(t, err.Error(), "another user's job")
+		}
+		assert.Contains(t, stderr.String(), c.msg)
+	}
 }

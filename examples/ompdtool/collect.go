@@ -200,21 +200,44 @@ func (o *options) findProcs(ctx context.Context, pids []string) ([]rankProc, err
 			return nil, usagef("collect", "give -job or process ids, not both")
 		}
 		var procs []rankProc
+		named := map[int]bool{} // ranks that rank variables give
+		var unnamed []int       // positions of processes without one
 		for i, a := range pids {
 			pid, err := strconv.Atoi(a)
 			if err != nil || pid <= 0 {
 				return nil, usagef("collect", "bad process id %q", a)
 			}
-			p := rankProc{pid: pid, rank: i, host: host}
+			p := rankProc{pid: pid, rank: -1, host: host}
 			if env, err := procEnv(pid); err == nil {
 				if r, ok := envRank(env); ok {
 					p.rank = r
+					named[r] = true
 				}
 				if h := env["SLURMD_NODENAME"]; h != "" {
 					p.host = h
 				}
 			}
+			if p.rank < 0 {
+				unnamed = append(unnamed, i)
+			}
 			procs = append(procs, p)
+		}
+		// A process without a rank variable is its position in the
+		// list, unless a rank variable names that rank: then the next
+		// number no process has.
+		next := 0
+		for r := range named {
+			next = max(next, r+1)
+		}
+		next = max(next, len(pids))
+		for _, i := range unnamed {
+			if named[i] {
+				procs[i].rank = next
+				next++
+			} else {
+				procs[i].rank = i
+			}
+			named[procs[i].rank] = true
 		}
 		return procs, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,6 +166,32 @@ func TestMissingTasks(t *testing.T) {
 	}, procs)
 	_, err = parseTasks([]byte("12x 5 0 0 4\n"))
 	assert.ErrorContains(t, err, "unexpected line")
+}
+
+// TestPIDRanks: a process given by pid without a rank variable is its
+// position in the list, unless another process's rank variable names that
+// rank: then it gets a rank no process has.
+func TestPIDRanks(t *testing.T) {
+	start := func(env ...string) int {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = env
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		return cmd.Process.Pid
+	}
+	a, b, c := start(), start("PMIX_RANK=0"), start()
+	var o options
+	o.init(io.Discard)
+	procs, err := o.findProcs(context.Background(), []string{strconv.Itoa(a), strconv.Itoa(b), strconv.Itoa(c)})
+	require.NoError(t, err)
+	ranks := map[int]int{}
+	for _, p := range procs {
+		ranks[p.pid] = p.rank
+	}
+	assert.Equal(t, map[int]int{a: 3, b: 0, c: 2}, ranks)
 }
 
 // TestAttachError names the causes: a process gone, ptrace refused.

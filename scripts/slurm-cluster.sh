@@ -82,6 +82,21 @@ stop() {
 	done
 }
 
+# ports_free BASE: no TCP socket of this machine is bound to a port of
+# BASE..BASE+4 (from /proc/net/tcp and tcp6: local port in hex).
+ports_free() {
+	local base=$1 f sl local rest port
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[[ -r "$f" ]] || continue
+		while read -r sl local rest; do
+			[[ "$local" == *:* ]] || continue # the header
+			port=$((16#${local##*:}))
+			((port >= base && port <= base + 4)) && return 1
+		done <"$f"
+	done
+	return 0
+}
+
 start() {
 	local dir=$1 host n i
 	rm -rf "$dir"
@@ -90,8 +105,18 @@ start() {
 	host=$(hostname)
 	# Ports: slurmctld on base, slurmd n1..n4 on base+1..base+4; random
 	# unless SLURM_CLUSTER_PORT says, so that two clusters (two test runs
-	# on one machine) do not meet.
-	local base=${SLURM_CLUSTER_PORT:-$((20000 + RANDOM % 20000))}
+	# on one machine) do not meet, and not one that something listens on.
+	local base=${SLURM_CLUSTER_PORT:-}
+	if [[ -z "$base" ]]; then
+		for ((i = 0; i < 100; i++)); do
+			base=$((20000 + RANDOM % 20000))
+			ports_free "$base" && break
+		done
+	fi
+	if ! ports_free "$base"; then
+		echo "slurm-cluster: ports $base-$((base + 4)) are in use" >&2
+		return 1
+	fi
 	dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
 	chmod 600 "$dir/munge/munge.key"
 	munged --force -S "$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \

@@ -45,6 +45,10 @@ func collectMode() mode {
 // the most specific first.
 var rankVars = []string{"SLURM_PROCID", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}
 
+// beforeRead, when set (by a test), is called before each rank is read,
+// once the ranks read before it (with -parallel 1, all of them) are done.
+var beforeRead func(rankProc)
+
 // rankProc is a process of a job to read.
 type rankProc struct {
 	pid  int
@@ -86,6 +90,9 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 				break
 			}
 			sem <- struct{}{}
+			if beforeRead != nil {
+				beforeRead(p)
+			}
 			o.progressf("collect: reading rank %d (process %d)", p.rank, p.pid)
 			wg.Add(1)
 			go func(p rankProc) {

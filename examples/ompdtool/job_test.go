@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +27,20 @@ import (
 // through srun, as the collector of each node).
 const asTool = "OMPDTOOL_TEST_AS_TOOL"
 
+// stopBefore makes the test binary run as ompdtool collect stop itself
+// (SIGSTOP) before it reads the rank it names.
+const stopBefore = "OMPDTOOL_TEST_STOP_BEFORE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asTool) == "1" {
+		if r, err := strconv.Atoi(os.Getenv(stopBefore)); err == nil {
+			beforeRead = func(p rankProc) {
+				if p.rank == r {
+					fmt.Fprintf(os.Stderr, "ompdtool: test: stopping before rank %d\n", r)
+					_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+				}
+			}
+		}
 		main()
 	}
 	os.Exit(m.Run())
@@ -39,10 +53,117 @@ type hybridTruth struct {
 	Node    string `json:"node"`
 	Threads int    `json:"threads"`
 	Region  []struct {
-		Num   int `json:"num"`
-		Team  int `json:"team"`
-		Level int `json:"level"`
+		Num   int    `json:"num"`
+		Team  int    `json:"team"`
+		Level int    `json:"level"`
+		State string `json:"state"`
 	} `json:"region"`
+}
+
+// hybridUser runs jobs of the hybrid fixture and the tool as a normal
+// user (nobody): every file they use is theirs to read.
+type hybridUser struct {
+	env     []string // the cluster's clients' environment
+	userEnv []string
+	dir     string // the user's: the fixture, the tool, the truths
+	exe     string // the fixture
+	toolExe string // this test binary, run as the tool
+	asUser  *syscall.SysProcAttr
+}
+
+// newHybridUser builds the fixture and copies the tool where the user can
+// run them.
+func newHybridUser(t *testing.T, env []string) *hybridUser {
+	dir, err := os.MkdirTemp("", "ompd-job-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o1777))
+	h := &hybridUser{
+		env:     env,
+		userEnv: append(append([]string(nil), env...), "HOME="+dir),
+		dir:     dir,
+		exe:     filepath.Join(dir, "hybrid"),
+		toolExe: filepath.Join(dir, "ompdtool.test"),
+		asUser:  &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}},
+	}
+	out, err := exec.Command("mpicc", "-fopenmp", "-g", "-O0", "-o", h.exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(h.toolExe, b, 0o755))
+	return h
+}
+
+// submit submits the fixture as a job of ranks ranks, two per node, with
+// args after DIR ("HUNG_RANK SECONDS [NODUMP_RANK]") and extraEnv, and
+// waits for every rank's truth. The batch script outlives the fixture's
+// step, so that a rank killed by a test ends that step, not the job and the
+// collectors' step with it.
+func (h *hybridUser) submit(t *testing.T, ranks int, args string, extraEnv ...string) (string, map[int]hybridTruth) {
+	for r := 0; r < ranks; r++ {
+		_ = os.Remove(filepath.Join(h.dir, "truth."+strconv.Itoa(r)))
+	}
+	out := filepath.Join(h.dir, "job.out")
+	sbatch := exec.Command("sbatch", "-N4", "-n"+strconv.Itoa(ranks), "--ntasks-per-node=2", "-o", out,
+		"--wrap", "srun --mpi=pmix "+h.exe+" "+h.dir+" "+args+"; sleep 300")
+	sbatch.Env = append(append(h.userEnv, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2"), extraEnv...)
+	sbatch.SysProcAttr = h.asUser
+	b, err := sbatch.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(b)
+	require.NotNil(t, m, "%s", b)
+	job := string(m[1])
+	t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
+
+	truths := map[int]hybridTruth{}
+	deadline := time.Now().Add(90 * time.Second)
+	for len(truths) < ranks {
+		for r := 0; r < ranks; r++ {
+			b, err := os.ReadFile(filepath.Join(h.dir, "truth."+strconv.Itoa(r)))
+			if err != nil {
+				continue
+			}
+			var tr hybridTruth
+			require.NoError(t, json.Unmarshal(b, &tr), "%s", b)
+			truths[r] = tr
+		}
+		if time.Now().After(deadline) {
+			jobOut, _ := os.ReadFile(out)
+			t.Fatalf("only %d of %d ranks got in place; job output:\n%s", len(truths), ranks, jobOut)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return job, truths
+}
+
+// command is the tool run as the user, with extraEnv.
+func (h *hybridUser) command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, h.toolExe, args...)
+	cmd.Env = append(append(h.userEnv, asTool+"=1"), extraEnv...)
+	cmd.SysProcAttr = h.asUser
+	return cmd
+}
+
+// runAs runs the tool as the user: its stdout, its stderr.
+func (h *hybridUser) runAs(args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, nil, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	return string(out), stderr.String(), err
+}
+
+// tool is runAs that requires success.
+func (h *hybridUser) tool(t *testing.T) func(args ...string) string {
+	return func(args ...string) string {
+		out, stderr, err := h.runAs(args...)
+		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr)
+		return out
+	}
 }
 
 // slurmCluster starts the 4-node cluster of scripts/slurm-cluster.sh,
@@ -80,72 +201,10 @@ func slurmCluster(t *testing.T) []string {
 // user asking for root's job is refused.
 func TestJobSlurm(t *testing.T) {
 	env := slurmCluster(t)
-	// The job is a normal user's (nobody's), and so is the tool that
-	// reads it, except where said: every file they use is theirs to read.
-	dir, err := os.MkdirTemp("", "ompd-job-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o1777))
-	asUser := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	userEnv := append(env, "HOME="+dir)
-	exe := filepath.Join(dir, "hybrid")
-	out, err := exec.Command("mpicc", "-fopenmp", "-g", "-O0", "-o", exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	self, err := os.Executable()
-	require.NoError(t, err)
-	userTool := filepath.Join(dir, "ompdtool.test")
-	b, err := os.ReadFile(self)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(userTool, b, 0o755))
-
+	h := newHybridUser(t, env)
 	const ranks, hung = 8, 5
-	sbatch := exec.Command("sbatch", "-N4", "-n8", "--ntasks-per-node=2", "-o", filepath.Join(dir, "job.out"),
-		"--wrap", "srun --mpi=pmix "+exe+" "+dir+" 5 120")
-	sbatch.Env = append(userEnv, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2")
-	sbatch.SysProcAttr = asUser
-	out, err = sbatch.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
-	require.NotNil(t, m, "%s", out)
-	job := string(m[1])
-	t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
-
-	truths := map[int]hybridTruth{}
-	deadline := time.Now().Add(90 * time.Second)
-	for len(truths) < ranks {
-		for r := 0; r < ranks; r++ {
-			b, err := os.ReadFile(filepath.Join(dir, "truth."+strconv.Itoa(r)))
-			if err != nil {
-				continue
-			}
-			var tr hybridTruth
-			require.NoError(t, json.Unmarshal(b, &tr), "%s", b)
-			truths[r] = tr
-		}
-		if time.Now().After(deadline) {
-			jobOut, _ := os.ReadFile(filepath.Join(dir, "job.out"))
-			t.Fatalf("only %d of %d ranks got in place; job output:\n%s", len(truths), ranks, jobOut)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-
-	// runAs runs the tool as the job's user.
-	runAs := func(args ...string) (string, string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, userTool, args...)
-		cmd.Env = append(userEnv, asTool+"=1")
-		cmd.SysProcAttr = asUser
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		return string(out), stderr.String(), err
-	}
-	tool := func(args ...string) string {
-		out, stderr, err := runAs(args...)
-		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr)
-		return out
-	}
+	job, truths := h.submit(t, ranks, "5 120")
+	runAs, tool := h.runAs, h.tool(t)
 	var got jobJSON
 	require.NoError(t, json.Unmarshal([]byte(tool("-q", "-json", "job", job)), &got))
 	s := got.Summary
@@ -219,9 +278,9 @@ func TestJobSlurm(t *testing.T) {
 	// Another user's job (root's) is refused to the user, saying why.
 	sb := exec.Command("sbatch", "-N1", "-o", "/dev/null", "--wrap", "sleep 60")
 	sb.Env = env
-	out, err = sb.CombinedOutput()
+	out, err := sb.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	m = regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
+	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
 	require.NotNil(t, m, "%s", out)
 	rootJob := string(m[1])
 	t.Cleanup(func() { _ = exec.Command("scancel", rootJob).Run() })
@@ -285,5 +344,224 @@ func TestJobPartial(t *testing.T) {
 			assert.NotContains(t, err.Error(), "another user's job")
 		}
 		assert.Contains(t, stderr.String(), c.msg)
+	}
+}
+
+// TestJobSlurmRanks runs the hybrid job on a libgomp with debug
+// information (so that every thread's state is known), rank 3 made not
+// dumpable (its /proc files and ptrace refused to its user, as another
+// user's process would be), and reads it as its user: collect -job J.0 in
+// an overlapping step (the ranks from scontrol listpids) gives every rank,
+// rank 3 with its error, and the hung rank's threads in the states they
+// recorded; the ranks are left running, none stopped. Then `ompdtool job`,
+// with rank 7 killed while its node's collector is about to read it: rank
+// 7 is gone, rank 3 not allowed, the others merged.
+func TestJobSlurmRanks(t *testing.T) {
+	env := slurmCluster(t)
+	h := newHybridUser(t, env)
+	// The libgomp of mpicc's gcc, built with debug information, where the
+	// user can load it.
+	major, err := exec.Command(fixtures.GCC, "-dumpversion").Output()
+	require.NoError(t, err)
+	version := ""
+	for _, v := range fixtures.GompVersions {
+		if strings.HasPrefix(v, strings.TrimSpace(string(major))+".") {
+			version = v
+		}
+	}
+	if version == "" {
+		fixtures.Unavailable(t, "no libgomp build of gcc %s", strings.TrimSpace(string(major)))
+	}
+	gomp := fixtures.GompRuntime(t, version)
+	lib := filepath.Join(h.dir, "lib")
+	require.NoError(t, os.Mkdir(lib, 0o755))
+	b, err := os.ReadFile(gomp.LibOMP)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(lib, "libgomp.so.1"), b, 0o755))
+
+	const ranks, hung, nodump, killed = 8, 5, 3, 7
+	job, truths := h.submit(t, ranks, fmt.Sprintf("%d 120 %d", hung, nodump), "LD_LIBRARY_PATH="+lib)
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", truths[0].PID))
+	require.NoError(t, err)
+	require.Contains(t, string(maps), filepath.Join(lib, "libgomp.so.1"), "the ranks run on the debug libgomp")
+
+	// errorsOf are the errors of a merge by rank.
+	errorsOf := func(res jobJSON) map[int]string {
+		errs := map[int]string{}
+		for _, e := range res.Errors {
+			errs[e.Rank] += e.Error + "\n"
+		}
+		return errs
+	}
+	// threadsOf is how many threads of rank r a merge has.
+	threadsOf := func(s *summary.Summary, r int) int {
+		n := 0
+		for _, g := range s.Groups {
+			if inRanges(g.Ranks, r) {
+				n += g.Threads / g.Ranks.Len()
+			}
+		}
+		return n
+	}
+	// Nothing fails but what the test makes fail.
+	const failures = `trace|gone|permission|no collector|no OpenMP`
+
+	// One collector per node, in a step of its own, the ranks from
+	// scontrol listpids JOB.0 NODE.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srun := exec.CommandContext(ctx, "srun", "--overlap", "--jobid="+job, "-N4", "-n4", "--ntasks-per-node=1",
+		"--mem-per-cpu=0", "--mpi=none", "--label", h.toolExe, "collect", "-q", "-merged", "-chunk", "900", "-job", job+".0")
+	srun.Env = append(h.userEnv, asTool+"=1")
+	srun.SysProcAttr = h.asUser
+	var srunErr bytes.Buffer
+	srun.Stderr = &srunErr
+	out, err := srun.Output()
+	require.NoError(t, err, "%s", srunErr.String())
+	var m merger
+	require.NoError(t, m.addChunks(bytes.NewReader(out), "collectors"))
+	res := m.result()
+	assert.Equal(t, "0-7", res.Summary.Ranks.String())
+	errs := errorsOf(res)
+	assert.Contains(t, errs[nodump], "not allowed to trace")
+	for r, tr := range truths {
+		if r == nodump {
+			continue
+		}
+		assert.NotRegexp(t, failures, errs[r], "rank %d", r)
+		assert.Equal(t, tr.Threads, threadsOf(res.Summary, r), "threads of rank %d", r)
+	}
+	// Every thread's state is known; the hung rank's threads of its
+	// region are in the states they recorded.
+	want, got := map[string]int{}, map[string]int{}
+	for _, th := range truths[hung].Region {
+		want[th.State]++
+	}
+	for _, g := range res.Summary.Groups {
+		assert.NotEmpty(t, g.State, g.Describe())
+		if g.Ranks.String() == strconv.Itoa(hung) && len(g.Regions) > 0 && g.Regions[0].Level == 1 {
+			got[g.State] += g.Threads
+		}
+	}
+	assert.Equal(t, want, got)
+
+	// The ranks read are left running: no thread stopped, and each
+	// rank goes on using the processor (rank 5 spins, the others poll
+	// in MPI_Barrier).
+	for r, tr := range truths {
+		assertRuns(t, tr.PID, "rank "+strconv.Itoa(r))
+	}
+
+	// `ompdtool job`, each collector reading one rank at a time; the
+	// collector of rank 7's node stops itself before reading it, rank 7
+	// is killed once the other collectors are done, and it goes on.
+	cmd := h.command(ctx, []string{stopBefore + "=" + strconv.Itoa(killed)}, "-json", "job", "-parallel", "1", job)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var progress []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		progress = append(progress, sc.Text())
+		if !strings.Contains(sc.Text(), "stopping before rank "+strconv.Itoa(killed)) {
+			continue
+		}
+		stopped := lastCollector(t, h.toolExe)
+		require.NoError(t, syscall.Kill(truths[killed].PID, syscall.SIGKILL))
+		for deadline := time.Now().Add(time.Minute); !procGone(truths[killed].PID); time.Sleep(10 * time.Millisecond) {
+			require.True(t, time.Now().Before(deadline), "rank %d does not end", killed)
+		}
+		require.NoError(t, syscall.Kill(stopped, syscall.SIGCONT))
+	}
+	require.NoError(t, cmd.Wait(), "%s", strings.Join(progress, "\n"))
+	var got2 jobJSON
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got2), "%s", stdout.String())
+	assert.Equal(t, "0-7", got2.Summary.Ranks.String())
+	errs = errorsOf(got2)
+	assert.Contains(t, errs[nodump], "not allowed to trace")
+	assert.Contains(t, errs[killed], "is gone")
+	for r, tr := range truths {
+		if r == nodump || r == killed {
+			continue
+		}
+		assert.NotRegexp(t, failures, errs[r], "rank %d", r)
+		assert.Equal(t, tr.Threads, threadsOf(got2.Summary, r), "threads of rank %d", r)
+	}
+}
+
+// assertRuns checks that process pid is not stopped (no thread in state T
+// or t) and uses the processor (its user+system time grows).
+func assertRuns(t *testing.T, pid int, what string) {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	require.NoError(t, err)
+	require.NotEmpty(t, tasks, "%s: no threads", what)
+	for _, f := range tasks {
+		if st, err := os.ReadFile(f); err == nil {
+			assert.NotContains(t, []string{"T", "t"}, procState(st), "%s: %s", what, st)
+		}
+	}
+	cpu := func() int {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		require.NoError(t, err, what)
+		i := bytes.LastIndexByte(st, ')')
+		f := strings.Fields(string(st[i+2:]))
+		utime, _ := strconv.Atoi(f[11])
+		stime, _ := strconv.Atoi(f[12])
+		return utime + stime
+	}
+	before := cpu()
+	for deadline := time.Now().Add(30 * time.Second); cpu() == before; time.Sleep(20 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "%s makes no progress", what)
+	}
+}
+
+// procState is the state letter of a /proc stat line.
+func procState(st []byte) string {
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 || i+2 >= len(st) {
+		return ""
+	}
+	return string(st[i+2])
+}
+
+// procGone tells whether process pid has ended (gone, or a zombie).
+func procGone(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || procState(st) == "Z" || procState(st) == "X"
+}
+
+// lastCollector waits until the only collector (exe running "collect")
+// left is stopped, the others done, and returns its pid.
+func lastCollector(t *testing.T, exe string) int {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var live []int
+		stopped := 0
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			if p, err := os.Readlink(filepath.Join(d, "exe")); err != nil || p != exe {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+			if err != nil || !bytes.Contains(cmdline, []byte("\x00collect\x00")) {
+				continue
+			}
+			st, err := os.ReadFile(filepath.Join(d, "stat"))
+			if err != nil || procState(st) == "Z" {
+				continue
+			}
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			live = append(live, pid)
+			if procState(st) == "T" {
+				stopped = pid
+			}
+		}
+		if len(live) == 1 && stopped != 0 {
+			return stopped
+		}
+		require.True(t, time.Now().Before(deadline), "collectors %v: not one left stopped", live)
 	}
 }

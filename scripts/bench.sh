@@ -17,6 +17,8 @@
 #                     a core of the same stop)
 #   target/delverpc   BenchmarkSnapshot over a real dlv server (round trips)
 #   internal/gomp     BenchmarkStop (GCC's libgomp, 64 threads)
+#   internal/summary  BenchmarkMergeRanks (a whole job's merge: OMPD_BENCH_RANKS
+#                     synthetic ranks of 64 threads, per node then a tree)
 # The raw `go test -bench` output goes to OUTDIR/bench.txt (default: a new
 # temporary directory), the conditions (machine, load, Go, commit) to
 # OUTDIR/conditions.txt, and a table of medians over the runs to stdout
@@ -24,6 +26,7 @@
 #
 # Environment:
 #   OMPD_BENCH_THREADS  thread counts of the many fixture (default 256,1024,4096)
+#   OMPD_BENCH_RANKS    ranks of BenchmarkMergeRanks (default 100000)
 #   BENCHTIME           iterations per run (default 5x)
 #   COUNT               runs of each benchmark (default 5)
 #   BENCH               -bench pattern (default .)
@@ -37,6 +40,7 @@ cd "$(dirname "$0")/.."
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 export OMPD_BENCH_THREADS=${OMPD_BENCH_THREADS:-256,1024,4096}
+export OMPD_BENCH_RANKS=${OMPD_BENCH_RANKS:-100000}
 benchtime=${BENCHTIME:-5x}
 count=${COUNT:-5}
 pattern=${BENCH:-.}
@@ -50,13 +54,13 @@ bash scripts/build-runtime.sh >&2
 	echo "kernel: $(uname -sr)"
 	echo "cpus: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 	echo "memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-	echo "threads: $OMPD_BENCH_THREADS; -benchtime $benchtime -count $count -bench '$pattern'"
+	echo "threads: $OMPD_BENCH_THREADS; ranks: $OMPD_BENCH_RANKS; -benchtime $benchtime -count $count -bench '$pattern'"
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out/conditions.txt"
 cat "$out/conditions.txt" >&2
 
 : >"$out/bench.txt"
-for pkg in ./internal/compare . ./target/delve ./target/delverpc ./internal/gomp; do
+for pkg in ./internal/compare . ./target/delve ./target/delverpc ./internal/gomp ./internal/summary; do
 	echo "== $pkg" >&2
 	go test -run '^$' -bench "$pattern" -benchtime "$benchtime" -count "$count" -timeout 60m "$pkg" |
 		tee -a "$out/bench.txt" >&2

@@ -64,9 +64,11 @@ func TestCollectPIDs(t *testing.T) {
 	assert.Equal(t, gone, recs[2].PID)
 	assert.Contains(t, recs[2].Error, "is gone")
 	assert.Empty(t, recs[2].Threads)
-	// Detached, both still run.
+	// Detached, both still run, no thread left stopped.
 	assert.NoError(t, a.Process.Signal(syscall.Signal(0)))
 	assert.NoError(t, b.Process.Signal(syscall.Signal(0)))
+	assertNotStopped(t, a.Process.Pid, "rank 7")
+	assertNotStopped(t, b.Process.Pid, "rank 3")
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "node1.jsonl"), []byte(out), 0o644))

@@ -495,14 +495,7 @@ func TestJobSlurmRanks(t *testing.T) {
 // or t) and uses the processor (its user+system time grows).
 func assertRuns(t *testing.T, pid int, what string) {
 	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	require.NoError(t, err)
-	require.NotEmpty(t, tasks, "%s: no threads", what)
-	for _, f := range tasks {
-		if st, err := os.ReadFile(f); err == nil {
-			assert.NotContains(t, []string{"T", "t"}, procState(st), "%s: %s", what, st)
-		}
-	}
+	assertNotStopped(t, pid, what)
 	cpu := func() int {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		require.NoError(t, err, what)
@@ -515,6 +508,20 @@ func assertRuns(t *testing.T, pid int, what string) {
 	before := cpu()
 	for deadline := time.Now().Add(30 * time.Second); cpu() == before; time.Sleep(20 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "%s makes no progress", what)
+	}
+}
+
+// assertNotStopped checks that no thread of process pid is stopped (state
+// T) or stopped by a tracer (t).
+func assertNotStopped(t *testing.T, pid int, what string) {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	require.NoError(t, err)
+	require.NotEmpty(t, tasks, "%s: no threads", what)
+	for _, f := range tasks {
+		if st, err := os.ReadFile(f); err == nil {
+			assert.NotContains(t, []string{"T", "t"}, procState(st), "%s: %s", what, st)
+		}
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package delve reads live OpenMP processes for ompd-go through Delve
 // (github.com/go-delve/delve, pinned at v1.27.2: its pkg/proc is not a
-// stable API). It works around a bug of Delve's native backend, a memory
-// thread that outlives its thread (memthread.md is the report for Delve),
-// on that version only: with another, Launch, Attach and Continue fail with
-// ErrDelveVersion.
+// stable API). It works around two bugs of Delve's native backend, on that
+// version only: a memory thread that outlives its thread (memthread.md is
+// the report for Delve), and a stop that waits forever when a thread exits
+// while the process is being stopped (wedge.md). With another version,
+// Launch, Attach and Continue fail with ErrDelveVersion.
 //
 // A [Target] implements target.Target (and target.Symbolizer and
 // target.BitFieldLocator) over a stopped process that Delve controls. A

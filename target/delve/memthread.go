@@ -73,24 +73,41 @@ func pinMemThread(t *proc.Target, tid int) error {
 	if !ok || th == nil {
 		return nil
 	}
-	layout := func(what string) error {
-		return fmt.Errorf("delve: %w: Delve %s's native backend has %s", ErrDelveVersion, verifiedDelve, what)
+	np, err := nativeProcess(t)
+	if err != nil {
+		return err
 	}
-	v := reflect.ValueOf(t).Elem().FieldByName("proc")
-	if !v.IsValid() || v.Kind() != reflect.Interface || v.IsNil() {
-		return layout("no proc.Target.proc interface field")
-	}
-	pv := v.Elem()
-	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Kind() != reflect.Struct {
-		return layout(fmt.Sprintf("a %v in proc.Target.proc, not a pointer to the native process", pv.Type()))
-	}
-	f := pv.Elem().FieldByName("memthread")
+	f := np.FieldByName("memthread")
 	tv := reflect.ValueOf(th)
 	if !f.IsValid() || f.Type() != tv.Type() || !f.CanAddr() {
-		return layout("no memthread field of its thread type")
+		return layoutError("no memthread field of its thread type")
 	}
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(tv)
 	return nil
+}
+
+// layoutError reports that Delve's native backend does not have the
+// unexported layout this package's workarounds were verified with.
+func layoutError(what string) error {
+	return fmt.Errorf("delve: %w: Delve %s's native backend has %s", ErrDelveVersion, verifiedDelve, what)
+}
+
+// nativeProcess returns, addressable, the native backend's process
+// structure behind t (proc.Target.proc), after checking the Delve
+// version.
+func nativeProcess(t *proc.Target) (reflect.Value, error) {
+	if err := checkDelveVersion(version.DelveVersion); err != nil {
+		return reflect.Value{}, err
+	}
+	v := reflect.ValueOf(t).Elem().FieldByName("proc")
+	if !v.IsValid() || v.Kind() != reflect.Interface || v.IsNil() {
+		return reflect.Value{}, layoutError("no proc.Target.proc interface field")
+	}
+	pv := v.Elem()
+	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, layoutError(fmt.Sprintf("a %v in proc.Target.proc, not a pointer to the native process", pv.Type()))
+	}
+	return pv.Elem(), nil
 }
 
 // leaderMemory returns the memory access of the thread group leader, or

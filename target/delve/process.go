@@ -45,6 +45,9 @@ type Process struct {
 	gone atomic.Bool
 	// running is set while Continue runs the process.
 	running atomic.Bool
+	// nudges counts the times Continue woke Delve from its lost wait
+	// (wedge.go).
+	nudges atomic.Int64
 }
 
 // firstLogicalID numbers our Delve breakpoints far from those of a Delve
@@ -316,7 +319,7 @@ func (p *Process) continueLocked(ctx context.Context) error {
 		}
 	})
 	p.running.Store(true)
-	err := p.grp.Continue()
+	err := p.continueWatched()
 	p.running.Store(false)
 	runMu.Lock()
 	running = false

@@ -1,0 +1,234 @@
+package delve
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/go-delve/delve/pkg/proc"
+)
+
+// Delve's native Linux backend can wait forever while it stops a process
+// (wedge.md is the report for Delve's maintainers). When a breakpoint
+// traps, processGroup.stop sends SIGSTOP to every thread it believes
+// running and calls trapWaitInternal(-1, trapWaitHalt) until none is. If
+// such a thread exits instead of stopping (an OpenMP worker leaving right
+// after another thread hit ompd_bp_thread_end, typically), trapWaitInternal
+// deletes it from its thread list and goes on waiting (`continue`) instead
+// of returning to stop's loop: every remaining thread is already stopped
+// and reported, so wait4 never returns and Continue hangs, with the whole
+// program in ptrace-stop. Nothing the caller can do through Delve's API
+// wakes it: Continue's context only asks for a manual stop, which that
+// loop never looks at.
+//
+// continueLocked therefore runs Delve's Continue on a locked OS thread and
+// watches it. When that thread has been blocked in wait4 for wedgeConfirm,
+// every thread of the program is in ptrace-stop the whole time, and the
+// blocked goroutine is inside processGroup.stop (so that the wait is the
+// halting one, where a stop is what Delve waits for), it has Delve's own
+// ptrace thread queue one SIGSTOP to one stopped thread and resume it: the
+// thread stops again on the way back to user mode, before it runs an
+// instruction, and the report is the SIGSTOP Delve's halting wait expects.
+// Delve returns to stop's loop, finds every thread stopped, and Continue
+// returns as it would have. Reaching Delve's ptrace thread is reflection
+// on unexported fields, like the memory-thread workaround (memthread.go),
+// and runs only on the Delve version both were verified with.
+
+// wedgePoll is how often a running Continue is checked for the wedge, and
+// wedgeConfirm how long the wedge must be seen without a break before the
+// process is nudged.
+const (
+	wedgePoll    = 50 * time.Millisecond
+	wedgeConfirm = 500 * time.Millisecond
+)
+
+// continueWatched runs p.grp.Continue and returns its error, nudging
+// Delve out of the wedge described above whenever it is caught in it.
+func (p *Process) continueWatched() error {
+	type result struct{ err error }
+	done := make(chan result, 1)
+	tidc := make(chan int, 1)
+	go func() {
+		// Delve's halting wait4 runs on the goroutine that called
+		// Continue: locked here, its OS thread can be watched.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tidc <- syscall.Gettid()
+		done <- result{p.grp.Continue()}
+	}()
+	waiter := <-tidc
+	tick := time.NewTicker(wedgePoll)
+	defer tick.Stop()
+	var since time.Time
+	for {
+		select {
+		case r := <-done:
+			return r.err
+		case now := <-tick.C:
+			if !wedged(p.pid, waiter) {
+				since = time.Time{}
+				continue
+			}
+			if since.IsZero() {
+				since = now
+				continue
+			}
+			if now.Sub(since) < wedgeConfirm || !haltingWaitInStack() {
+				continue
+			}
+			since = time.Time{}
+			// A failed nudge (a thread that vanished meanwhile) is
+			// tried again once the wedge is confirmed again.
+			if p.nudge() == nil {
+				p.nudges.Add(1)
+			}
+		}
+	}
+}
+
+// wedged reports whether thread waiter of this process is blocked in wait4
+// while every thread of process pid is in ptrace-stop.
+func wedged(pid, waiter int) bool {
+	sc, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(waiter) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(sc))
+	if len(f) == 0 || f[0] != strconv.Itoa(syscall.SYS_WAIT4) {
+		return false
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		if taskState(pid, t.Name()) != 't' {
+			return false
+		}
+	}
+	return true
+}
+
+// taskState is the state letter of thread tid of process pid, or 0.
+func taskState(pid int, tid string) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: the state follows
+	// the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// haltingWaitInStack reports whether some goroutine waits in Delve's
+// halting wait inside processGroup.stop: the only wait the nudge is meant
+// for (elsewhere Delve would pass the SIGSTOP on to the program).
+func haltingWaitInStack() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("native.trapWaitInternal(")) && bytes.Contains(g, []byte("native.(*processGroup).stop(")) {
+			return true
+		}
+	}
+	return false
+}
+
+// nudge has Delve's ptrace thread queue a SIGSTOP to one stopped thread
+// of the program and resume it, so that it reports a stop again.
+func (p *Process) nudge() error {
+	run, err := ptraceRunner(p.dt)
+	if err != nil {
+		return err
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p.pid) + "/task")
+	if err != nil {
+		return err
+	}
+	// Prefer a thread Delve stopped itself (SIGSTOP) over one that
+	// trapped; the leader first, since Delve always knows it.
+	tids := []int{p.pid}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil && tid != p.pid {
+			tids = append(tids, tid)
+		}
+	}
+	var ferr error
+	run(func() {
+		pick := -1
+		for _, tid := range tids {
+			var si [128]byte // siginfo_t
+			_, _, e := syscall.Syscall6(syscall.SYS_PTRACE, syscall.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&si[0])), 0, 0)
+			if e != 0 {
+				continue
+			}
+			if pick < 0 {
+				pick = tid
+			}
+			if int32(binary.NativeEndian.Uint32(si[:4])) == int32(syscall.SIGSTOP) {
+				pick = tid
+				break
+			}
+		}
+		if pick < 0 {
+			ferr = fmt.Errorf("no stopped thread of process %d answers ptrace", p.pid)
+			return
+		}
+		if err := syscall.Tgkill(p.pid, pick, syscall.SIGSTOP); err != nil {
+			ferr = fmt.Errorf("tgkill %d: %w", pick, err)
+			return
+		}
+		if err := syscall.PtraceCont(pick, 0); err != nil {
+			ferr = fmt.Errorf("resume thread %d: %w", pick, err)
+		}
+	})
+	return ferr
+}
+
+// ptraceRunner returns a function that runs fn on Delve's ptrace thread
+// of t (nativeProcess.execPtraceFunc), found by reflection on the fields
+// of the verified Delve version; any other layout is an error wrapping
+// ErrDelveVersion.
+func ptraceRunner(t *proc.Target) (func(fn func()), error) {
+	np, err := nativeProcess(t)
+	if err != nil {
+		return nil, err
+	}
+	pt := np.FieldByName("ptraceThread")
+	if !pt.IsValid() || pt.Kind() != reflect.Pointer || pt.IsNil() || pt.Elem().Kind() != reflect.Struct {
+		return nil, layoutError("no ptraceThread pointer")
+	}
+	unexported := func(name string) (reflect.Value, bool) {
+		f := pt.Elem().FieldByName(name)
+		if !f.IsValid() || !f.CanAddr() {
+			return reflect.Value{}, false
+		}
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), true
+	}
+	fns, ok1 := unexported("ptraceChan")
+	dones, ok2 := unexported("ptraceDoneChan")
+	if !ok1 || !ok2 {
+		return nil, layoutError("no ptraceChan and ptraceDoneChan")
+	}
+	fc, ok1 := fns.Interface().(chan func())
+	dc, ok2 := dones.Interface().(chan interface{})
+	if !ok1 || !ok2 || fc == nil || dc == nil {
+		return nil, layoutError(fmt.Sprintf("ptrace channels of types %v and %v", fns.Type(), dones.Type()))
+	}
+	return func(fn func()) {
+		fc <- fn
+		<-dc
+	}, nil
+}

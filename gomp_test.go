@@ -3,6 +3,9 @@ package ompd_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,4 +164,186 @@ func TestBothRuntimesLoaded(t *testing.T) {
 			assert.Len(t, threads, len(stop.Truth.Threads))
 		})
 	}
+}
+
+// gompRuntimes are the libgomp builds the public-API tests run on: the
+// debug builds (DWARF: every global readable) and the system's libgomp1
+// (no debug information: hidden globals unreadable).
+func gompRuntimes() map[string]func(testing.TB) fixtures.RuntimeInfo {
+	m := map[string]func(testing.TB) fixtures.RuntimeInfo{
+		"system": func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
+	}
+	for _, v := range fixtures.GompVersions {
+		m["debug-"+v] = func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, v) }
+	}
+	return m
+}
+
+// envList is the list ICV a task at level has, as OpenMP defines it: its
+// own value first, then what the environment's list (OMP_NUM_THREADS,
+// OMP_PROC_BIND as numbers) gives the regions nested below it.
+func envList(first int, env string, level int) string {
+	out := []string{strconv.Itoa(first)}
+	if items := strings.Split(env, ","); env != "" && level+1 < len(items) {
+		out = append(out, items[level+1:]...)
+	}
+	return strings.Join(out, ",")
+}
+
+// procBindNumbers turns OMP_PROC_BIND's names into omp_proc_bind_t values.
+func procBindNumbers(env string) string {
+	num := map[string]string{"false": "0", "true": "1", "primary": "2", "master": "2", "close": "3", "spread": "4"}
+	var out []string
+	for _, s := range strings.Split(env, ",") {
+		out = append(out, num[strings.TrimSpace(s)])
+	}
+	return strings.Join(out, ",")
+}
+
+// TestGompListAndTextICVs reads the icvs fixture (OMP_NUM_THREADS=3,2,1,
+// OMP_PROC_BIND=spread,close, an OMP_AFFINITY_FORMAT) through the public
+// API and compares the text ICVs and the lists with the program's truth:
+// the affinity format as text; nthreads-var of every thread and bind-var of
+// every task of its chain (level 2 down to 0), each the task's own value
+// followed by the environment's list from the next level on. Without
+// libgomp's debug file the lists' rest cannot be read: the first element
+// comes with ErrIncomplete, never as if it were the whole list.
+func TestGompListAndTextICVs(t *testing.T) {
+	for rname, info := range gompRuntimes() {
+		t.Run(rname, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, info(t), fixtures.ICVs)
+			c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+			require.NoError(t, err)
+			defer c.Close()
+			as, err := ompd.Open(c)
+			require.NoError(t, err)
+			defer as.Close()
+			globals := rname != "system"
+			truth := stop.Truth
+			nthreadsEnv := truth.Env["OMP_NUM_THREADS"]
+			bindEnv := procBindNumbers(truth.Env["OMP_PROC_BIND"])
+			require.Equal(t, "3,2,1", nthreadsEnv)
+			require.Equal(t, "4,3", bindEnv)
+
+			af, err := as.ICVString(ompd.ICVAffinityFormatVar)
+			if globals {
+				require.NoError(t, err)
+				assert.Equal(t, fixtures.AffinityFormat, af, "affinity-format-var")
+				_, err = as.ICV(ompd.ICVAffinityFormatVar)
+				assert.ErrorIs(t, err, ompd.ErrIncompatible, "text has no integer form")
+			} else {
+				assert.ErrorIs(t, err, ompd.ErrUnavailable)
+				assert.ErrorContains(t, err, "debug information")
+			}
+
+			threads, err := as.Threads()
+			require.NoError(t, err)
+			require.Len(t, threads, len(truth.Threads))
+			for _, th := range threads {
+				lwp, err := th.OSThread(ompd.LWPID)
+				require.NoError(t, err)
+				want := truth.ThreadByTID(int(lwp))
+				require.NotNil(t, want)
+				require.NotNil(t, want.ICV)
+				wantList := envList(want.MaxThreads, nthreadsEnv, want.Level)
+
+				text, err := th.ICVString(ompd.ICVNthreadsVar)
+				list, lerr := th.NthreadsList()
+				first, ferr := th.ICV(ompd.ICVNthreadsVar)
+				mt, merr := th.MaxThreads()
+				require.NoError(t, merr, "the first element is all MaxThreads asks")
+				assert.Equal(t, want.MaxThreads, mt)
+				assert.EqualValues(t, want.MaxThreads, first, "nthreads-var's first element")
+				if globals {
+					require.NoError(t, err)
+					require.NoError(t, lerr)
+					assert.Equal(t, wantList, text, "nthreads-var of thread %d at level %d", lwp, want.Level)
+					assert.Equal(t, wantList, joinInts(list))
+					if strings.Contains(wantList, ",") {
+						assert.ErrorIs(t, ferr, ompd.ErrIncomplete)
+					} else {
+						assert.NoError(t, ferr)
+					}
+				} else {
+					assert.ErrorIs(t, err, ompd.ErrIncomplete, "the rest of the list needs the debug file")
+					assert.NotErrorIs(t, err, ompd.ErrUnavailable)
+					assert.ErrorContains(t, err, "debug information")
+					assert.Equal(t, strconv.Itoa(want.MaxThreads), text, "the first element comes with the error")
+					assert.ErrorIs(t, lerr, ompd.ErrIncomplete)
+					assert.Equal(t, []int{want.MaxThreads}, list)
+					assert.ErrorIs(t, ferr, ompd.ErrIncomplete)
+				}
+
+				// bind-var of every task from the current one (level
+				// want.Level) out to the initial task (level 0).
+				task, err := th.CurrentTask()
+				require.NoError(t, err)
+				for l := want.Level; l >= 0; l-- {
+					ticv := truth.TaskICV(want, l)
+					require.NotNil(t, ticv, "truth of level %d", l)
+					wantBind := envList(ticv.ProcBindKind, bindEnv, l)
+					text, err := task.ICVString(ompd.ICVBindVar)
+					pb, perr := task.ProcBind()
+					if globals {
+						require.NoError(t, err)
+						require.NoError(t, perr)
+						assert.Equal(t, wantBind, text, "bind-var at level %d", l)
+					} else if l == 0 && errors.Is(err, ompd.ErrUnavailable) {
+						// The initial task before libgomp made one
+						// for it: its ICVs are gomp_global_icv, a
+						// hidden symbol.
+						assert.ErrorContains(t, err, "debug information")
+						assert.ErrorIs(t, perr, ompd.ErrUnavailable)
+						break
+					} else {
+						assert.ErrorIs(t, err, ompd.ErrIncomplete)
+						assert.ErrorIs(t, perr, ompd.ErrIncomplete)
+						assert.Equal(t, strconv.Itoa(ticv.ProcBindKind), text, "bind-var's first element at level %d", l)
+					}
+					require.NotEmpty(t, pb)
+					assert.EqualValues(t, ticv.ProcBindKind, pb[0], "omp_get_proc_bind at level %d", l)
+					if l == 0 {
+						_, err := task.Generating()
+						assert.ErrorIs(t, err, ompd.ErrUnavailable, "the initial task has none")
+						break
+					}
+					task, err = task.Generating()
+					require.NoError(t, err, "the task at level %d", l-1)
+				}
+			}
+
+			// The snapshot keeps the part it could read, marked.
+			snap, err := as.Snapshot(context.Background())
+			require.NoError(t, err)
+			for _, ts := range snap.Threads {
+				for _, v := range ts.ICVs {
+					if v.Name == "nthreads-var" {
+						assert.Equal(t, !globals, v.Incomplete, "thread %s nthreads-var %q", ts.ID, v.Value)
+					}
+				}
+			}
+			for _, e := range snap.Errors {
+				assert.NotContains(t, e, "nthreads-var")
+				assert.NotContains(t, e, "bind-var")
+			}
+			if globals {
+				var found bool
+				for _, v := range snap.ICVs {
+					if v.Name == "affinity-format-var" {
+						found = true
+						assert.Equal(t, fixtures.AffinityFormat, v.Value)
+					}
+				}
+				assert.True(t, found, "affinity-format-var in the snapshot")
+			}
+		})
+	}
+}
+
+func joinInts(l []int) string {
+	s := make([]string, len(l))
+	for i, n := range l {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -1,6 +1,7 @@
 package ompd
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -149,7 +150,9 @@ type Scope interface {
 	// ompd_rc_incomplete).
 	ICV(id ICV) (int64, error)
 	// ICVString returns the value as text. List-valued ICVs give their
-	// whole list, comma separated.
+	// whole list, comma separated; where the runtime lets only part of
+	// the list be read, that part comes with an error matching
+	// ErrIncomplete.
 	ICVString(id ICV) (string, error)
 }
 
@@ -195,6 +198,10 @@ func (as *AddressSpace) icv(sc omprt.ScopeRef, id ICV) (omprt.Value, error) {
 
 // icvInt is the integer value of an ICV, as Scope.ICV documents it.
 func icvInt(v omprt.Value, err error, id ICV) (int64, error) {
+	if errors.Is(err, ErrIncomplete) {
+		// The runtime could read only the first element.
+		return v.Int, err
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -207,27 +214,31 @@ func icvInt(v omprt.Value, err error, id ICV) (int64, error) {
 	return v.Int, nil
 }
 
-// icvList is the whole list of a list-valued ICV, element by element.
+// icvList is the whole list of a list-valued ICV, element by element. When
+// the runtime could read only part of it (an error matching ErrIncomplete),
+// that part comes with the error.
 func icvList[E ~int](v omprt.Value, err error) ([]E, error) {
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrIncomplete) {
 		return nil, err
 	}
 	out := make([]E, len(v.List))
 	for i, n := range v.List {
 		out[i] = E(n)
 	}
-	return out, nil
+	return out, err
 }
 
-// icvText is the value of an ICV as text.
+// icvText is the value of an ICV as text. When the runtime could read only
+// part of it (an error matching ErrIncomplete), that part comes with the
+// error.
 func icvText(v omprt.Value, err error) (string, error) {
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrIncomplete) {
 		return "", err
 	}
 	if v.HasText {
-		return v.Text, nil
+		return v.Text, err
 	}
-	return strconv.FormatInt(v.Int, 10), nil
+	return strconv.FormatInt(v.Int, 10), err
 }
 
 func (as *AddressSpace) scope() omprt.ScopeRef { return omprt.ScopeRef{Kind: omprt.ScopeAddressSpace} }
@@ -256,12 +267,17 @@ func (t Thread) ICV(id ICV) (int64, error) {
 }
 
 // ICVString returns a thread ICV as text; nthreads-var gives the whole
-// list the thread's nested regions will use, e.g. "3,2,1".
+// list the thread's nested regions will use, e.g. "3,2,1". Where the
+// runtime keeps the rest of a list where it cannot be read (libgomp
+// without its debug file), the part read comes with an error matching
+// ErrIncomplete.
 func (t Thread) ICVString(id ICV) (string, error) { return icvText(t.as.icv(t.scope(), id)) }
 
 // NthreadsList returns the thread's nthreads-var: the number of threads for
 // the next parallel region it starts, then for each region nested below it.
 // The first element is what omp_get_max_threads returns in the thread.
+// When only the first element can be read (libgomp without its debug
+// file), it comes with an error matching ErrIncomplete.
 func (t Thread) NthreadsList() ([]int, error) {
 	return icvList[int](t.as.icv(t.scope(), ICVNthreadsVar))
 }
@@ -270,6 +286,10 @@ func (t Thread) NthreadsList() ([]int, error) {
 // the first element of its nthreads-var.
 func (t Thread) MaxThreads() (int, error) {
 	v, err := t.as.icv(t.scope(), ICVNthreadsVar)
+	if errors.Is(err, ErrIncomplete) {
+		// The first element is all this asks for.
+		err = nil
+	}
 	return int(v.Int), err
 }
 
@@ -400,7 +420,9 @@ const (
 
 // ProcBind returns the task's bind-var (ompd_get_proc_bind): the policy for
 // the next parallel region, then for each nested below it. The first
-// element is what omp_get_proc_bind returns in the task.
+// element is what omp_get_proc_bind returns in the task. When only the
+// first element can be read (libgomp without its debug file), it comes
+// with an error matching ErrIncomplete.
 func (t Task) ProcBind() ([]ProcBind, error) {
 	return icvList[ProcBind](t.as.icv(t.scope(), ICVBindVar))
 }

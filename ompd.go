@@ -93,7 +93,10 @@ var (
 	// value, and comes with the error: a list-valued ICV (nthreads-var,
 	// bind-var) read as one integer gives its first element and
 	// ErrIncomplete when the list has more (ICVString and the typed
-	// accessors, such as Thread.NthreadsList, give all of it).
+	// accessors, such as Thread.NthreadsList, give all of it). On libgomp
+	// without its debug file, whose global lists are hidden symbols,
+	// ICVString and the typed accessors too give only the first element,
+	// with ErrIncomplete.
 	ErrIncomplete = omprt.ErrIncomplete
 	// ErrNoRuntime: the target has no OpenMP runtime at all. It also
 	// matches ErrIncompatible, as OMPD reports this case.

@@ -135,6 +135,10 @@ type ICVValue struct {
 	Name  string `json:"name"`  // the ICV's name (ICV.Name)
 	Scope string `json:"scope"` // the scope it was read at (ScopeKind as text)
 	Value string `json:"value"` // the value as the ICV's String method prints it
+	// Incomplete says Value is only the part of a list the runtime let
+	// be read (ICVString's error matched ErrIncomplete): libgomp without
+	// its debug file gives a list ICV's first element only.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // maxWalk bounds the region and task chains a snapshot follows per thread.
@@ -341,11 +345,12 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 	icvsAt(sn.as.rt, sc, sn.ids[:len(ids)], sn.vals[:len(ids)], sn.errs[:len(ids)])
 	for i, icv := range ids {
 		v, err := sn.icvText(sn.vals[i], sn.errs[i])
-		if err != nil {
+		incomplete := errors.Is(err, ErrIncomplete)
+		if err != nil && !incomplete {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
 		}
-		out = append(out, ICVValue{Name: icv.Name(), Scope: scope, Value: v})
+		out = append(out, ICVValue{Name: icv.Name(), Scope: scope, Value: v, Incomplete: incomplete})
 	}
 	return out
 }

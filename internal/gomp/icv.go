@@ -1,6 +1,7 @@
 package gomp
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -142,18 +143,30 @@ func boolValue(b bool) omprt.Value {
 
 // listValue is a list ICV (nthreads-var, bind-var): the task's value, then
 // what the global list (name, elements of elem bytes) holds for the levels
-// below level. Without the list (no debug information, or no list set)
-// the value stands alone.
+// below level, as libgomp gives it to nested regions. Without the list's
+// hidden global (no debug information) the rest of the list cannot be
+// read: the value is the task's alone, with an error matching
+// omprt.ErrIncomplete that says the debug file is needed.
 func (r *Runtime) listValue(first int64, name string, elem uint64, level int) (omprt.Value, error) {
-	val := omprt.Value{Int: first, List: []int64{first}}
+	val := omprt.Value{Int: first, List: []int64{first}, Text: strconv.FormatInt(first, 10), HasText: true}
 	a, err := r.global(name)
-	if err != nil {
-		return val, nil
+	if err == nil {
+		var la uint64
+		if la, err = r.global(name + "_len"); err == nil {
+			return r.readList(val, name, a, la, elem, level)
+		}
 	}
-	la, err := r.global(name + "_len")
-	if err != nil {
-		return val, nil
+	if errors.Is(err, omprt.ErrReadFailed) {
+		return omprt.Value{}, err
 	}
+	// Not ErrUnavailable: the value given is right as far as it goes.
+	return val, omprt.Errorf(omprt.ErrIncomplete,
+		"gomp: the first element only: the values for nested levels are in %s (%v)", name, err)
+}
+
+// readList appends to val the entries of the global list at a (its length
+// at la) for the levels below level.
+func (r *Runtime) readList(val omprt.Value, name string, a, la, elem uint64, level int) (omprt.Value, error) {
 	list, err := r.mem.Ptr(a, name)
 	if err != nil {
 		return omprt.Value{}, err
@@ -163,7 +176,6 @@ func (r *Runtime) listValue(first int64, name string, elem uint64, level int) (o
 		return omprt.Value{}, err
 	}
 	if list == 0 || n == 0 {
-		val.Text = strconv.FormatInt(first, 10)
 		return val, nil
 	}
 	if n > 1<<16 {
@@ -212,7 +224,7 @@ func (r *Runtime) globalValue(id omprt.ICV) (omprt.Value, error) {
 		if err != nil {
 			return omprt.Value{}, err
 		}
-		return omprt.Value{Text: s, IsString: true}, nil
+		return omprt.Value{Text: s, HasText: true, IsString: true}, nil
 	}
 	return omprt.Value{}, omprt.Errorf(omprt.ErrBadInput, "gomp: ICV %d is not an address-space ICV", id)
 }

@@ -121,14 +121,17 @@ func (as *AddressSpace) ThreadByOSThread(kind ThreadIDKind, id uint64) (Thread, 
 // state is the runtime's own state word, as it is: LLVM 19 leaves, for
 // example, the primary thread of a parallel region in a host teams region
 // in StateOverhead while it runs user code. On libgomp, which keeps no
-// state, it is inferred (see StateInferred).
+// state, it is inferred (see StateInferred), and ErrUnavailable where the
+// thread's stack does not tell. With an error the state is
+// StateUndefined, never a state the thread may not be in (the zero State
+// is StateWorkSerial).
 func (t Thread) State() (State, WaitID, error) {
 	d, err := t.data()
 	if err != nil {
-		return 0, 0, err
+		return StateUndefined, 0, err
 	}
 	if d.StateErr != nil {
-		return 0, 0, d.StateErr
+		return StateUndefined, 0, d.StateErr
 	}
 	return State(d.State), WaitID(d.WaitID), nil
 }

@@ -1,0 +1,163 @@
+package ompd_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/target/core"
+)
+
+// readmeShow is the README's first example (section "Use", func show),
+// printing to w instead of standard output. TestREADMEShowIsVerbatim keeps
+// the two the same.
+func readmeShow(w io.Writer, exe, corefile string) error {
+	c, err := core.Open(exe, corefile) // or delve.Attach(pid), or your own target.Target
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	as, err := ompd.Open(c)
+	if err != nil {
+		return err // errors.Is(err, ompd.ErrNoRuntime) for a program without OpenMP
+	}
+	threads, err := as.Threads()
+	if err != nil {
+		return err
+	}
+	for _, th := range threads {
+		state, wait, err := th.State()
+		if err != nil {
+			// No OMP_DEBUG=enabled (libomp), or a libgomp stack that does not tell.
+			fmt.Fprintln(w, th, "state unknown:", err)
+		} else {
+			fmt.Fprintln(w, th, state, wait)
+		}
+		for p, err := range th.Regions() { // innermost first, out to level 0
+			if err != nil {
+				return err // a real error, once; the top ends the loop cleanly
+			}
+			level, _ := p.Level()
+			n, _ := p.NumThreads()
+			fmt.Fprintf(w, "  level %d: %d threads\n", level, n)
+		}
+	}
+	snap, err := as.Snapshot(context.Background()) // everything at once, JSON-ready
+	_ = snap
+	return err
+}
+
+// funcBody returns the text of the function whose first line is sig, from
+// src, up to its closing brace at the start of a line.
+func funcBody(t *testing.T, src, sig string) string {
+	t.Helper()
+	i := strings.Index(src, sig)
+	require.GreaterOrEqual(t, i, 0, "%q", sig)
+	rest := src[i+len(sig):]
+	j := strings.Index(rest, "\n}\n")
+	require.GreaterOrEqual(t, j, 0)
+	return rest[:j]
+}
+
+// TestREADMEShowIsVerbatim: readmeShow is the README's example, but for
+// its output going to w.
+func TestREADMEShowIsVerbatim(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	self, err := os.ReadFile("readme_test.go")
+	require.NoError(t, err)
+	want := funcBody(t, string(readme), "func show(exe, corefile string) error {")
+	want = strings.NewReplacer("fmt.Println(", "fmt.Fprintln(w, ", "fmt.Printf(", "fmt.Fprintf(w, ").Replace(want)
+	assert.Equal(t, want, funcBody(t, string(self), "func readmeShow(w io.Writer, exe, corefile string) error {"))
+}
+
+// TestREADMEShowOnSystemGomp runs the README's first example on cores of
+// gcc programs on the system's libgomp (no debug information), opened with
+// core.Open's defaults as the example does. Every thread prints either the
+// state its role gives or "state unknown" with the error: never a state it
+// is not in (before, a failed State printed work_serial, the zero State),
+// and its region nest matches the program's truth level by level.
+func TestREADMEShowOnSystemGomp(t *testing.T) {
+	for _, name := range []string{fixtures.Nested, fixtures.Waits} {
+		t.Run(name, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), name)
+			var out bytes.Buffer
+			require.NoError(t, readmeShow(&out, stop.Exe, stop.Core))
+			c, err := core.Open(stop.Exe, stop.Core)
+			require.NoError(t, err)
+			defer c.Close()
+			as, err := ompd.Open(c)
+			require.NoError(t, err)
+			defer as.Close()
+			threads, err := as.Threads()
+			require.NoError(t, err)
+			require.Len(t, threads, len(stop.Truth.Threads))
+			blocks := strings.Split(out.String(), "\n")
+			for _, th := range threads {
+				lwp, err := th.OSThread(ompd.LWPID)
+				require.NoError(t, err)
+				want := stop.Truth.ThreadByTID(int(lwp))
+				require.NotNil(t, want)
+				// The thread's line, then its "  level" lines.
+				head := th.String() + " "
+				i := -1
+				for k, l := range blocks {
+					if strings.HasPrefix(l, head) {
+						i = k
+					}
+				}
+				require.GreaterOrEqual(t, i, 0, "thread %s in:\n%s", th, out.String())
+				line := strings.TrimPrefix(blocks[i], head)
+				state, _, serr := th.State()
+				if serr != nil {
+					assert.Equal(t, ompd.StateUndefined, state, "a state that failed is undefined")
+					assert.ErrorIs(t, serr, ompd.ErrUnavailable)
+					assert.True(t, strings.HasPrefix(line, "state unknown: "), "thread %s: %q", th, line)
+					assert.NotEqual(t, fixtures.RoleWorking, want.Role, "a thread in user code is known")
+					assert.NotEqual(t, fixtures.RoleStopper, want.Role, "a thread in user code is known")
+				} else {
+					assert.True(t, strings.HasPrefix(line, state.String()+" "), "thread %s: %q", th, line)
+					switch want.Role {
+					case fixtures.RoleWorking, fixtures.RoleStopper:
+						assert.Equal(t, ompd.StateWorkParallel, state, "thread %s role %s", th, want.Role)
+					case fixtures.RoleIdle:
+						assert.Equal(t, ompd.StateIdle, state)
+					default:
+						assert.True(t, state.IsWait(), "thread %s role %s: a wait, not %v", th, want.Role, state)
+					}
+				}
+				var levels []string
+				for _, l := range blocks[i+1:] {
+					if !strings.HasPrefix(l, "  level ") {
+						break
+					}
+					levels = append(levels, l)
+				}
+				if want.Role == fixtures.RoleIdle {
+					assert.Empty(t, levels, "an idle thread is in no region")
+					continue
+				}
+				require.Len(t, levels, want.Level+1, "thread %s: every level down to 0", th)
+				re := regexp.MustCompile(`^  level (\d+): (\d+) threads$`)
+				for k, l := range levels {
+					m := re.FindStringSubmatch(l)
+					require.NotNil(t, m, "%q", l)
+					lv := want.Level - k
+					assert.Equal(t, strconv.Itoa(lv), m[1])
+					assert.Equal(t, strconv.Itoa(want.Ancestors[lv].TeamSize), m[2], "team size at level %d", lv)
+				}
+			}
+		})
+	}
+}

@@ -43,8 +43,17 @@ type Snapshot struct {
 	// (AddressSpace.Breakpoints).
 	Breakpoints []Breakpoint `json:"breakpoints"`
 	// Errors lists, one line each, the answers that failed while the
-	// snapshot was taken; their fields hold zero values.
+	// snapshot was taken; their fields hold zero values. Answers the
+	// runtime cannot have (Unsupported) and answers that do not exist
+	// (errors matching ErrUnavailable, such as the enclosing region of
+	// level 0) are not errors and are not listed.
 	Errors []string `json:"errors,omitempty"`
+	// Unsupported lists, one line each, the address-space answers this
+	// runtime does not support at all (errors matching ErrUnsupported):
+	// libgomp and an LLVM runtime built without OMPD support have no OMPD
+	// breakpoint functions, and the latter no display control variables.
+	// Their fields hold zero values.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // ThreadSnapshot is one thread in a Snapshot.
@@ -255,6 +264,11 @@ func (sn *snap) note(id, what string, err error) {
 		// ("breakpoints: the runtime is built without OMPD support").
 		if !strings.HasPrefix(msg, what+":") {
 			msg = what + ": " + msg
+		}
+		if id == "" && errors.Is(err, ErrUnsupported) {
+			// What the runtime cannot have is no failure.
+			sn.s.Unsupported = append(sn.s.Unsupported, msg)
+			return
 		}
 		if id != "" {
 			msg = id + " " + msg

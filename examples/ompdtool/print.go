@@ -112,6 +112,13 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 		for _, b := range s.Breakpoints {
 			fmt.Fprintf(w, "  %-26s %#x\n", b.Name, b.Addr)
 		}
+		if len(s.Breakpoints) == 0 {
+			for _, u := range s.Unsupported {
+				if strings.HasPrefix(u, "breakpoints:") {
+					fmt.Fprintf(w, "  none: %s\n", strings.TrimPrefix(u, "breakpoints: "))
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -285,17 +285,21 @@ func checkDisplay(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, globals 
 }
 
 // checkState compares a thread's inferred state with its role. With
-// libgomp's debug information every role is recognized; without it, a
-// thread in user code still is, and the others are either right or
-// ErrUnavailable, never wrong.
+// libgomp's debug information every role is recognized, locks and critical
+// sections included: a waiter on an omp_lock_t is wait_lock, on a critical
+// section wait_critical, never the vaguer wait_mutex. Without it, a thread
+// in user code still is, a named critical section's waiter is told by the
+// program's .gomp_critical_user_NAME symbol when it sits in its futex
+// wait, and the others are either right or ErrUnavailable, never wrong.
 func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.ThreadData, globals bool) {
 	t.Helper()
 	if d.StateErr != nil {
 		assert.ErrorIs(t, d.StateErr, omprt.ErrUnavailable)
-		assert.False(t, globals && th.Role != fixtures.RoleLock && th.Role != fixtures.RoleCritical,
-			"role %s: with debug information the state must be known: %v", th.Role, d.StateErr)
+		assert.False(t, globals, "role %s: with debug information the state must be known: %v", th.Role, d.StateErr)
 		assert.NotEqual(t, fixtures.RoleWorking, th.Role, "a thread in user code")
 		assert.NotEqual(t, fixtures.RoleStopper, th.Role, "a thread in user code")
+		assert.False(t, th.Role == fixtures.RoleCritical && th.Critical != "",
+			"critical section %q: its lock is the program's symbol, told without libgomp's debug information: %v", th.Critical, d.StateErr)
 		return
 	}
 	assert.True(t, d.StateInferred)
@@ -309,28 +313,19 @@ func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.Th
 	case fixtures.RoleBarrier:
 		assert.EqualValues(t, gomp.StateBarrierExplicit, d.State, "role %s", th.Role)
 	case fixtures.RoleLock:
-		assert.Contains(t, []int64{gomp.StateLock, gomp.StateMutex}, d.State, "role %s", th.Role)
+		assert.EqualValues(t, gomp.StateLock, d.State, "role %s: a lock, not just a mutex", th.Role)
 		lock, err := fixtures.ParseHex(th.Lock)
 		require.NoError(t, err)
 		assert.Equal(t, lock, d.WaitID, "the lock waited for")
 	case fixtures.RoleCritical:
-		if th.Critical == "" {
-			// The unnamed critical section: libgomp's default_lock,
-			// which tells the critical section from a lock.
-			if globals {
-				assert.EqualValues(t, gomp.StateCritical, d.State, "role %s", th.Role)
-				lock, err := tg.LookupSymbol("default_lock")
-				require.NoError(t, err)
-				assert.Equal(t, lock, d.WaitID, "the unnamed critical section's lock")
-			} else {
-				assert.Contains(t, []int64{gomp.StateCritical, gomp.StateMutex}, d.State, "role %s", th.Role)
-			}
-			break
+		assert.EqualValues(t, gomp.StateCritical, d.State, "role %s: a critical section, not just a mutex", th.Role)
+		name := "default_lock" // the unnamed critical section's lock, in libgomp
+		if th.Critical != "" {
+			name = ".gomp_critical_user_" + th.Critical
 		}
-		assert.Contains(t, []int64{gomp.StateCritical, gomp.StateMutex}, d.State, "role %s", th.Role)
-		lock, err := tg.LookupSymbol(".gomp_critical_user_" + th.Critical)
+		lock, err := tg.LookupSymbol(name)
 		require.NoError(t, err)
-		assert.Equal(t, lock, d.WaitID, "the critical section's lock")
+		assert.Equal(t, lock, d.WaitID, "the lock of critical section %q", th.Critical)
 	case fixtures.RoleImplicitBarrier:
 		assert.EqualValues(t, gomp.StateBarrierImplicit, d.State, "role %s", th.Role)
 	case fixtures.RoleTaskgroup:

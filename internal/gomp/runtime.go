@@ -93,6 +93,11 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	stop *stop
+
+	// crit caches the named critical sections' lock symbols of each
+	// object file (see criticalNames).
+	critMu sync.Mutex
+	crit   map[string]critNames
 }
 
 type regionRec struct {

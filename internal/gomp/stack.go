@@ -222,19 +222,27 @@ func (r *Runtime) inferState(th *thread, st unwind.Stack, frames []frameInfo) (i
 	toUser := end < len(frames) && frames[end].where == inUser
 	if toUser {
 		if s, ok := tailWaits[run[len(run)-1].function]; ok {
-			if s == stateMutex && waitID != 0 {
-				if dl, err := r.global("default_lock"); err == nil && dl == waitID {
-					return stateCritical, waitID, nil
-				}
+			if s == stateMutex {
+				// GOMP_critical_start, GOMP_critical_name_start,
+				// GOMP_atomic_start and omp_set_lock all tail-call
+				// the lock's slow path: the address tells them apart.
+				return r.mutexState(waitID), waitID, nil
 			}
-			if s != stateMutex {
-				waitID = 0
-			}
-			return s, waitID, nil
+			return s, 0, nil
 		}
 	}
 	name := run[0].function
 	if name == "" {
+		// Without libgomp's internal names, a futex wait on the lock
+		// of a named critical section (a symbol of the program) still
+		// says what it is.
+		if toUser && waitID != 0 {
+			if obj, ok, err := r.objectAt(waitID); err == nil && ok && !isLibgomp(obj) {
+				if critical, _ := r.namedCritical(obj, waitID); critical {
+					return stateCritical, waitID, nil
+				}
+			}
+		}
 		return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d waits in libgomp; telling where needs the library's debug information (its internal function names)", th.os.ID)
 	}
 	return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is in libgomp's %s, which says nothing certain of its state", th.os.ID, name)

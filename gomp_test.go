@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -240,6 +241,10 @@ func TestGompListAndTextICVs(t *testing.T) {
 			} else {
 				assert.ErrorIs(t, err, ompd.ErrUnavailable)
 				assert.ErrorContains(t, err, "debug information")
+				// What was searched, once, not once per structure
+				// member looked up.
+				assert.Equal(t, 1, strings.Count(err.Error(), "libgomp.so.1.0.0: no DWARF debug information"), "%v", err)
+				assert.Less(t, len(err.Error()), 2000, "%v", err)
 			}
 
 			threads, err := as.Threads()
@@ -352,4 +357,56 @@ func joinInts(l []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// renamedNode is a core whose libgomp calls its newest symbol version
+// GOMP_5.1 something else: a release this package has no layout for.
+type renamedNode struct {
+	*core.Core
+	to string // as long as "GOMP_5.1"
+}
+
+func (c renamedNode) ReadMemory(buf []byte, addr uint64) error {
+	if err := c.Core.ReadMemory(buf, addr); err != nil {
+		return err
+	}
+	from := []byte("GOMP_5.1\x00")
+	for i := bytes.Index(buf, from); i >= 0; {
+		copy(buf[i:], c.to)
+		j := bytes.Index(buf[i+1:], from)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return nil
+}
+
+// TestGompUnknownReleaseThroughOpen: ompd.Open on a libgomp without debug
+// information whose release has no known layout fails with ErrIncompatible
+// naming the library, the GCC release its symbol version maps to and the
+// missing structures, with what was searched said once (not once per
+// member looked up).
+func TestGompUnknownReleaseThroughOpen(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+	require.NoError(t, err)
+	defer c.Close()
+	for _, tc := range []struct{ node, release string }{
+		{"GOMP_9.1", "a GCC newer than 14: newest symbol version GOMP_9.1"},
+		// Without GOMP_5.1 the newest left is GCC 11's GOMP_5.0.1.
+		{"GOMP_0.0", "GCC 11: newest symbol version GOMP_5.0.1"},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			_, err := ompd.Open(renamedNode{Core: c, to: tc.node})
+			require.ErrorIs(t, err, ompd.ErrIncompatible)
+			require.NotErrorIs(t, err, ompd.ErrNoRuntime, "a runtime is there")
+			msg := err.Error()
+			assert.Contains(t, msg, "libgomp.so.1 ("+tc.release+", build-id ")
+			assert.Contains(t, msg, "no known layout (known: GCC 12.2.0 (GOMP_5.1), GCC 14.2.0 (GOMP_5.1.2))")
+			assert.Contains(t, msg, "missing struct gomp_thread, struct gomp_team, struct gomp_task, struct gomp_thread_pool, struct gomp_task_icv)")
+			assert.Equal(t, 1, strings.Count(msg, "libgomp.so.1.0.0: no DWARF debug information"), "what was searched, once: %s", msg)
+			assert.Less(t, len(msg), 2000, "%s", msg)
+		})
+	}
 }

@@ -164,11 +164,11 @@ func (l *Layout) String() string           { return "libgomp " + l.GCC + " (" + 
 // library's own DWARF, or its separate debug file).
 func dwarfLayout(t target.Target) (*Layout, error) {
 	l := &Layout{}
-	var errs []error
+	var miss missing
 	for i, name := range typeNames {
 		s, err := t.TypeSize("struct " + name)
 		if err != nil {
-			errs = append(errs, err)
+			miss.add(err)
 			continue
 		}
 		l.Sizes[i] = s
@@ -176,18 +176,68 @@ func dwarfLayout(t target.Target) (*Layout, error) {
 	for i, spec := range fieldSpecs {
 		off, err := t.FieldOffset("struct "+spec.typ, spec.path)
 		if err != nil {
-			errs = append(errs, err)
+			miss.add(err)
 			continue
 		}
 		l.Fields[i] = omprt.Field{Off: off, Size: spec.size}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := miss.err(); err != nil {
 		return nil, err
 	}
 	if err := l.check(); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// missing gathers the failed lookups of dwarfLayout into one error: each
+// lookup's error repeats what was searched (every object and debug file),
+// so the error names the missing structures and members once each, and
+// what was searched once.
+type missing struct {
+	names  []string // "struct gomp_thread", "gomp_task.kind"
+	seen   map[string]bool
+	cause  error   // the first lookup's cause: what was searched
+	others []error // failures that are no lookup's, one per message
+}
+
+func (m *missing) add(err error) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	var le *target.LookupError
+	if !errors.As(err, &le) {
+		if msg := err.Error(); !m.seen[msg] {
+			m.seen[msg] = true
+			m.others = append(m.others, err)
+		}
+		return
+	}
+	name := le.Name
+	if le.Kind != "type" {
+		name = strings.TrimPrefix(name, "struct ")
+	}
+	if !m.seen[name] {
+		m.seen[name] = true
+		m.names = append(m.names, name)
+	}
+	if m.cause == nil {
+		m.cause = le.Err
+	}
+}
+
+func (m *missing) err() error {
+	if len(m.names) == 0 && len(m.others) == 0 {
+		return nil
+	}
+	if len(m.names) == 0 {
+		return errors.Join(m.others...)
+	}
+	cause := m.cause
+	if len(m.others) > 0 {
+		cause = errors.Join(append([]error{cause}, m.others...)...)
+	}
+	return fmt.Errorf("libgomp's structures are not in the debug information (missing %s): %w", strings.Join(m.names, ", "), cause)
 }
 
 // check verifies that every member lies inside its structure.

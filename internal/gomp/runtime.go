@@ -42,8 +42,10 @@ package gomp
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 )
@@ -137,17 +139,27 @@ func open(t target.Target) (*Runtime, error) {
 		known, ok := knownLayout(lib)
 		if !ok {
 			return nil, omprt.Wrap(omprt.ErrIncompatible, derr,
-				"gomp: %s (newest symbol version %s, build-id %s): no debug information and no known layout (known: %s); debug information searched for",
-				lib.name, orNone(lib.newestNode), orNone(lib.buildID), knownNames())
+				"gomp: %s (%s): no debug information and no known layout (known: %s)",
+				lib.name, lib.identity(), knownNames())
 		}
 		r.lay, r.source, r.why = known, omprt.LayoutKnownTable, derr
 		if err := r.sanity(); err != nil {
 			return nil, omprt.Wrap(omprt.ErrIncompatible, err,
-				"gomp: %s (newest symbol version %s, build-id %s): the known layout of %s fails its checks on live data",
-				lib.name, orNone(lib.newestNode), orNone(lib.buildID), known)
+				"gomp: %s (%s): the known layout of %s fails its checks on live data",
+				lib.name, lib.identity(), known)
 		}
 	}
 	return r, nil
+}
+
+// identity says which libgomp lib is: the GCC release its newest GOMP_
+// symbol version names, that version and its build-id.
+func (lib *library) identity() string {
+	rel := gompver.Release(lib.newestNode)
+	if rel == "" {
+		rel = "GCC release unknown"
+	}
+	return fmt.Sprintf("%s: newest symbol version %s, build-id %s", rel, orNone(lib.newestNode), orNone(lib.buildID))
 }
 
 func orNone(s string) string {

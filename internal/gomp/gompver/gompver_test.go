@@ -23,3 +23,14 @@ func TestLess(t *testing.T) {
 	assert.False(t, Less("5.1", "5.1.0"))
 	assert.False(t, Less("5.1.2", "5.1"))
 }
+
+func TestRelease(t *testing.T) {
+	assert.Equal(t, "GCC 12", Release("GOMP_5.1"))
+	assert.Equal(t, "GCC 13", Release("GOMP_5.1.1"))
+	assert.Equal(t, "GCC 14", Release("GOMP_5.1.2"))
+	assert.Equal(t, "a GCC newer than 14", Release("GOMP_5.1.3"))
+	assert.Equal(t, "a GCC newer than 14", Release("GOMP_6.0"))
+	assert.Equal(t, "", Release("GOMP_4.7"))
+	assert.Equal(t, "", Release("OMP_5.1"))
+	assert.Equal(t, "", Release(""))
+}

@@ -410,3 +410,128 @@ func TestGompUnknownReleaseThroughOpen(t *testing.T) {
 		})
 	}
 }
+
+// taskFunctionOf maps the deferred explicit tasks of tasks.c to the C
+// function whose body holds them: gcc outlines a task body of function F
+// as F._omp_fn.N.
+var taskFunctionOf = map[string]string{"nest3": "chain", "final": "waiter"}
+
+// TestGompUnsupportedAndTasks reads the tasks fixture on libgomp through
+// the public API. What libgomp does not record (region and task ids, task
+// frames, breakpoints, enabling OMPD) is ErrUnsupported; the implicit task
+// of every level of a thread's nest is the task its chain holds at that
+// level; each deferred explicit task's function is the outlined body gcc
+// made of the fixture's task (chain._omp_fn.N, waiter._omp_fn.N), and its
+// thread's stack runs that very function.
+func TestGompUnsupportedAndTasks(t *testing.T) {
+	for rname, info := range gompRuntimes() {
+		t.Run(rname, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, info(t), fixtures.Tasks)
+			c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+			require.NoError(t, err)
+			defer c.Close()
+			as, err := ompd.Open(c)
+			require.NoError(t, err)
+			defer as.Close()
+			truth := stop.Truth
+
+			_, err = as.Breakpoints()
+			assert.ErrorIs(t, err, ompd.ErrUnsupported, "breakpoints")
+			assert.ErrorIs(t, as.Enable(true), ompd.ErrUnsupported, "Enable(true)")
+			assert.ErrorIs(t, as.Enable(false), ompd.ErrUnsupported, "Enable(false)")
+			on, err := as.Enabled()
+			require.NoError(t, err)
+			assert.False(t, on)
+			_, err = as.DLLLocations()
+			assert.ErrorIs(t, err, ompd.ErrUnsupported, "DLL locations")
+
+			deferred := map[string]bool{}
+			threads, err := as.Threads()
+			require.NoError(t, err)
+			for _, th := range threads {
+				lwp, err := th.OSThread(ompd.LWPID)
+				require.NoError(t, err)
+				want := truth.ThreadByTID(int(lwp))
+				require.NotNil(t, want)
+				if want.Role == fixtures.RoleIdle {
+					continue
+				}
+				// The regions, innermost first.
+				var regions []ompd.Parallel
+				for p, err := range th.Regions() {
+					require.NoError(t, err)
+					regions = append(regions, p)
+					_, err = p.ID()
+					assert.ErrorIs(t, err, ompd.ErrUnsupported, "region id")
+				}
+				require.Len(t, regions, want.Level+1)
+
+				// The task chain: explicit tasks first, then one
+				// implicit task per level, innermost first.
+				var chain []ompd.Task
+				for k, err := range th.Tasks() {
+					require.NoError(t, err)
+					chain = append(chain, k)
+					_, err = k.ID()
+					assert.ErrorIs(t, err, ompd.ErrUnsupported, "task id")
+					_, err = k.Frames()
+					assert.ErrorIs(t, err, ompd.ErrUnsupported, "task frames")
+				}
+				var implicit []ompd.Task
+				for _, k := range chain {
+					kind, err := k.Kind()
+					require.NoError(t, err)
+					if kind.Has(ompd.TaskImplicit) {
+						implicit = append(implicit, k)
+					}
+				}
+				require.Len(t, implicit, want.Level+1, "one implicit task per level")
+				for i, p := range regions {
+					l := want.Level - i
+					it, err := p.ImplicitTask(want.Ancestors[l].ThreadNum)
+					require.NoError(t, err, "implicit task of thread %d at level %d", want.Ancestors[l].ThreadNum, l)
+					assert.True(t, it.Equal(implicit[i]), "level %d: the region's implicit task %v is the chain's %v", l, it, implicit[i])
+					tp, err := it.Parallel()
+					require.NoError(t, err)
+					assert.True(t, tp.Equal(p), "level %d: the implicit task runs in its region", l)
+				}
+
+				// The explicit tasks, matched with the truth by
+				// following the labels from the thread's own.
+				if want.Task == "" {
+					continue
+				}
+				var bt *ompd.Backtrace
+				label := want.Task
+				for _, k := range chain {
+					tk := truth.Task(label)
+					require.NotNil(t, tk, "task %s", label)
+					if tk.Kind != "explicit" {
+						break
+					}
+					fn, err := k.Function()
+					if tk.Undeferred {
+						assert.ErrorIs(t, err, ompd.ErrUnavailable, "task %s: never an undeferred task's function", label)
+					} else {
+						require.NoError(t, err, "task %s", label)
+						prefix, ok := taskFunctionOf[label]
+						require.True(t, ok, "a deferred task of tasks.c: %s", label)
+						assert.True(t, strings.HasPrefix(fn.Symbol, prefix+"._omp_fn."), "task %s runs %s, not %q", label, prefix, fn.Symbol)
+						if bt == nil {
+							bt, err = th.Backtrace(context.Background())
+							require.NoError(t, err)
+						}
+						found := false
+						for _, f := range bt.Frames {
+							found = found || f.Symbol == fn.Symbol
+						}
+						assert.True(t, found, "task %s: its thread's stack runs %s", label, fn.Symbol)
+						deferred[label] = true
+					}
+					label = tk.Parent
+				}
+			}
+			assert.Equal(t, map[string]bool{"nest3": true, "final": true}, deferred, "every deferred task checked")
+		})
+	}
+}

@@ -257,7 +257,7 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 		})
 	}
 	if len(truth.Tasks) > 0 {
-		checkTasks(t, r, truth)
+		checkTasks(t, r, tg, truth)
 	}
 	checkDisplay(t, r, truth, globals)
 }
@@ -337,9 +337,13 @@ func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.Th
 	}
 }
 
+// taskFunctionOf maps the deferred explicit tasks of tasks.c to the C
+// function whose body holds them.
+var taskFunctionOf = map[string]string{"nest3": "chain", "final": "waiter"}
+
 // checkTasks follows each thread's current task up its generating
 // ancestors and compares every task with the truth.
-func checkTasks(t *testing.T, r omprt.Runtime, truth *fixtures.Truth) {
+func checkTasks(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures.Truth) {
 	for _, tk := range truth.Tasks {
 		if !tk.Current {
 			continue
@@ -360,7 +364,14 @@ func checkTasks(t *testing.T, r omprt.Runtime, truth *fixtures.Truth) {
 				assert.ErrorIs(t, td.FunctionErr, omprt.ErrUnavailable, "never an undeferred task's function")
 			} else if !implicit {
 				require.NoError(t, td.FunctionErr, "task %s", want.Label)
-				assert.NotZero(t, td.Function)
+				// gcc outlines a task body of function F as
+				// F._omp_fn.N: the task's is the fixture's.
+				loc, err := tg.(target.CodeLocator).LocateCode(td.Function)
+				require.NoError(t, err)
+				assert.Equal(t, td.Function, loc.Entry, "task %s: a function's entry", want.Label)
+				prefix, ok := taskFunctionOf[want.Label]
+				require.True(t, ok, "a deferred task of tasks.c: %s", want.Label)
+				assert.True(t, strings.HasPrefix(loc.Function, prefix+"._omp_fn."), "task %s runs %s, not %q", want.Label, prefix, loc.Function)
 			}
 			require.NoError(t, td.RegionErr)
 			assert.Equal(t, d.Region, td.Region, "task %s runs in its thread's region", want.Label)

@@ -3,6 +3,7 @@ package main
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,10 +12,34 @@ import (
 	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
+// threadBlocks splits the inspector's -threads output into each thread's
+// block ("Thread gtid N (lwp L, ...)" up to the next), by LWP.
+func threadBlocks(t *testing.T, out string) map[int]string {
+	t.Helper()
+	blocks := map[int]string{}
+	head := regexp.MustCompile(`(?m)^Thread gtid \d+ \(lwp (\d+),`)
+	locs := head.FindAllStringSubmatchIndex(out, -1)
+	for i, l := range locs {
+		end := len(out)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		if j := strings.Index(out[l[0]:end], "\nAddress-space ICVs:"); j >= 0 {
+			end = l[0] + j
+		}
+		lwp, err := strconv.Atoi(out[l[2]:l[3]])
+		require.NoError(t, err)
+		blocks[lwp] = out[l[0]:end]
+	}
+	return blocks
+}
+
 // TestCoreGomp: the inspector on a core of a gcc program on the system's
 // libgomp (no debug package) prints every thread with its region nest and
-// task ICVs as the program saw them; on a libgomp with debug information
-// it also prints states, region functions and display variables.
+// task ICVs as the program saw them, thread by thread; on a libgomp with
+// debug information it also prints states, region functions, the
+// address-space ICVs and display variables, and without it says that
+// those need the debug information instead of showing empty sections.
 func TestCoreGomp(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -26,22 +51,64 @@ func TestCoreGomp(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, c.info(t), fixtures.Nested)
-			out := runTool(t, "core", "-threads", "-vars", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+			out := runTool(t, "core", "-threads", "-vars", "-breakpoints", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
 			assert.Contains(t, out, "GNU libgomp")
 			assert.Contains(t, out, "states inferred from the stacks")
+			blocks := threadBlocks(t, out)
+			require.Len(t, blocks, len(stop.Truth.Threads), "one block per thread:\n%s", out)
+			region := regexp.MustCompile(`(?m)^    level (\d+)  active level (\d+)  (\d+) threads?  (\S+)`)
 			for _, th := range stop.Truth.Threads {
-				// "Thread gtid N (lwp N, ...)" then its regions.
-				re := regexp.MustCompile(`(?s)Thread gtid \d+ \(lwp ` + strconv.Itoa(th.TID) + `,.*?level 2  active level 2  2 threads  (\S+).*?level 1  active level 1  3 threads  (\S+).*?nthreads-var=(\d+)`)
-				m := re.FindStringSubmatch(out)
-				require.NotNil(t, m, "thread %d with its nest:\n%s", th.TID, out)
-				assert.Contains(t, m[1], "._omp_fn.", "the inner region's function")
-				assert.Contains(t, m[2], "._omp_fn.", "the outer region's function")
-				assert.Equal(t, strconv.Itoa(th.MaxThreads), m[3], "nthreads-var of thread %d", th.TID)
+				b, ok := blocks[th.TID]
+				require.True(t, ok, "thread %d:\n%s", th.TID, out)
+				// The thread table's line: its number in its team.
+				row := regexp.MustCompile(`(?m)^  gtid \d+ lwp ` + strconv.Itoa(th.TID) + ` +thread_num (\d+) `).FindStringSubmatch(out)
+				require.NotNil(t, row, "thread %d in the table", th.TID)
+				assert.Equal(t, strconv.Itoa(th.ThreadNum), row[1], "thread number of %d", th.TID)
+				// Its nest, innermost first, level by level.
+				levels := region.FindAllStringSubmatch(b, -1)
+				require.Len(t, levels, th.Level+1, "thread %d's levels:\n%s", th.TID, b)
+				for i, m := range levels {
+					l := th.Level - i
+					assert.Equal(t, strconv.Itoa(l), m[1], "thread %d", th.TID)
+					assert.Equal(t, strconv.Itoa(th.Ancestors[l].TeamSize), m[3], "thread %d: team size at level %d", th.TID, l)
+					if l == th.Level {
+						assert.Equal(t, strconv.Itoa(th.ActiveLevel), m[2], "thread %d: active level", th.TID)
+					}
+					if l > 0 {
+						assert.Contains(t, m[4], "._omp_fn.", "thread %d: the function of level %d", th.TID, l)
+					}
+				}
+				// Its ICVs, as the program saw them.
+				icvs := regexp.MustCompile(`(?m)^  ICVs: (.*)$`).FindStringSubmatch(b)
+				require.NotNil(t, icvs, "thread %d's ICVs:\n%s", th.TID, b)
+				assert.Contains(t, " "+icvs[1]+" ", " thread-num-var="+strconv.Itoa(th.ThreadNum)+" ")
+				nthreads := strconv.Itoa(th.MaxThreads)
+				if !c.debug {
+					nthreads += ",..." // the rest of the list needs the debug file
+				}
+				assert.Contains(t, " "+icvs[1]+" ", " nthreads-var="+nthreads+" ", "thread %d", th.TID)
 			}
+			asICVs := regexp.MustCompile(`(?m)^Address-space ICVs: (.*)$`).FindStringSubmatch(out)
+			require.NotNil(t, asICVs)
+			icv := stop.Truth.Threads[0].ICV
+			require.NotNil(t, icv)
 			if c.debug {
 				assert.Contains(t, out, "wait_barrier_explicit")
+				assert.Contains(t, out, "wait_lock")
+				assert.Contains(t, out, "wait_critical")
 				assert.Contains(t, out, "OMP_NUM_THREADS")
+				// The affinity format as text, the others as numbers.
+				assert.Contains(t, asICVs[1], "affinity-format-var="+icv.AffinityFormat+" ")
+				assert.Contains(t, asICVs[1], "num-procs-var="+strconv.Itoa(icv.NumProcs))
+				assert.Contains(t, asICVs[1], "max-task-priority-var="+strconv.Itoa(icv.MaxTaskPriority)+" ")
+				assert.Contains(t, asICVs[1], "stacksize-var=262144 ")
+				assert.NotContains(t, out, "need its debug information")
+			} else {
+				assert.Contains(t, asICVs[1], "none read: libgomp's globals are hidden symbols: they need its debug information")
+				assert.Regexp(t, `Display control variables:\n  none read: libgomp's globals are hidden symbols: they need its debug information`, out)
 			}
+			assert.Regexp(t, `Breakpoints:\n  none: gomp: libgomp has no OMPD breakpoint functions`, out)
+			assert.NotContains(t, out, "Errors (")
 			assert.Contains(t, out, "work_parallel")
 		})
 	}

@@ -90,10 +90,22 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 		}
 	}
 	if v.threads || len(v.gtids) > 0 {
-		fmt.Fprintf(w, "\nAddress-space ICVs: %s\n", icvLine(s.ICVs))
+		line := icvLine(s.ICVs)
+		if len(s.ICVs) == 0 && needsDebugFile(s) {
+			line = "none read: " + debugFileNote
+		}
+		fmt.Fprintf(w, "\nAddress-space ICVs: %s\n", line)
 	}
 	if v.vars {
 		fmt.Fprintf(w, "\nDisplay control variables:\n")
+		if len(s.DisplayVars) == 0 {
+			switch u := unsupported(s, "display control variables"); {
+			case u != "":
+				fmt.Fprintf(w, "  none: %s\n", u)
+			case needsDebugFile(s):
+				fmt.Fprintf(w, "  none read: %s\n", debugFileNote)
+			}
+		}
 		for _, cv := range s.DisplayVars {
 			switch {
 			case cv.Stale:
@@ -112,12 +124,8 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 		for _, b := range s.Breakpoints {
 			fmt.Fprintf(w, "  %-26s %#x\n", b.Name, b.Addr)
 		}
-		if len(s.Breakpoints) == 0 {
-			for _, u := range s.Unsupported {
-				if strings.HasPrefix(u, "breakpoints:") {
-					fmt.Fprintf(w, "  none: %s\n", strings.TrimPrefix(u, "breakpoints: "))
-				}
-			}
+		if u := unsupported(s, "breakpoints"); len(s.Breakpoints) == 0 && u != "" {
+			fmt.Fprintf(w, "  none: %s\n", u)
 		}
 	}
 	return nil
@@ -283,10 +291,37 @@ func frame(addr uint64, flags string) string {
 	return fmt.Sprintf("%#x [%s]", addr, flags)
 }
 
+// icvLine writes ICVs as name=value; a list of which only the start could
+// be read (ICVValue.Incomplete) ends in ",...".
 func icvLine(icvs []ompd.ICVValue) string {
 	parts := make([]string, len(icvs))
 	for i, v := range icvs {
 		parts[i] = v.Name + "=" + v.Value
+		if v.Incomplete {
+			parts[i] += ",..."
+		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// debugFileNote says why a libgomp read without its debug information
+// shows no global ICVs or display control variables.
+const debugFileNote = "libgomp's globals are hidden symbols: they need its debug information (a debug package, -debug-dir or debuginfod)"
+
+// needsDebugFile reports whether s is of a libgomp read without its debug
+// information (its layout from the table of known layouts), whose hidden
+// globals could not be read.
+func needsDebugFile(s *ompd.Snapshot) bool {
+	return s.Runtime == "GNU libgomp" && s.LayoutSource == ompd.LayoutKnownTable.String()
+}
+
+// unsupported is the reason s gives for the runtime not supporting what
+// (an entry of Snapshot.Unsupported), "" if it gives none.
+func unsupported(s *ompd.Snapshot, what string) string {
+	for _, u := range s.Unsupported {
+		if r, ok := strings.CutPrefix(u, what+": "); ok {
+			return r
+		}
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -254,12 +255,83 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 					assert.ErrorContains(t, err, "debug information")
 				}
 			}
+			checkLevelLists(t, r, truth, th, d.Task, globals)
 		})
 	}
 	if len(truth.Tasks) > 0 {
 		checkTasks(t, r, tg, truth)
 	}
 	checkDisplay(t, r, truth, globals)
+}
+
+// checkLevelLists compares the list ICVs (nthreads-var, bind-var) of the
+// implicit task of every level of th's nest, found from its current task
+// up the generating chain, with what the forking task at that level said
+// (Truth.TaskICV) followed by the environment's lists from the next level
+// on: at level 1 under OMP_NUM_THREADS=3,2,1 the text is "2,1". Without
+// the debug information the first element comes with ErrIncomplete, and
+// the initial task's ICVs (gomp_global_icv) are ErrUnavailable.
+func checkLevelLists(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, th *fixtures.Thread, cur omprt.Ref, globals bool) {
+	t.Helper()
+	bind := procBindNumbers(truth.Env["OMP_PROC_BIND"])
+	for l := th.Level; l >= 0; {
+		td, err := r.Task(cur)
+		require.NoError(t, err)
+		if td.Kind&gomp.FlagImplicit != 0 {
+			if want := truth.TaskICV(th, l); want != nil {
+				for _, c := range []struct {
+					id    omprt.ICV
+					first int
+					env   string
+				}{
+					{omprt.ICVNthreadsVar, want.MaxThreads, truth.Env["OMP_NUM_THREADS"]},
+					{omprt.ICVBindVar, want.ProcBindKind, bind},
+				} {
+					v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeTask, Ref: cur}, c.id)
+					switch {
+					case globals:
+						require.NoError(t, err, "ICV %d at level %d", c.id, l)
+						assert.True(t, v.HasText)
+						assert.Equal(t, envList(c.first, c.env, l), v.Text, "ICV %d at level %d", c.id, l)
+					case l == 0 && errors.Is(err, omprt.ErrUnavailable):
+						assert.ErrorContains(t, err, "debug information")
+					default:
+						assert.ErrorIs(t, err, omprt.ErrIncomplete, "ICV %d at level %d", c.id, l)
+						assert.Equal(t, strconv.Itoa(c.first), v.Text, "ICV %d at level %d: the first element", c.id, l)
+					}
+				}
+			}
+			l--
+		}
+		if l < 0 {
+			break
+		}
+		require.NoError(t, td.GeneratingErr, "the task above level %d", l+1)
+		cur = td.Generating
+	}
+}
+
+// envList is a list ICV of a task at level: its own value first, then
+// what the environment's list gives the regions nested below it.
+func envList(first int, env string, level int) string {
+	out := []string{strconv.Itoa(first)}
+	if items := strings.Split(env, ","); env != "" && level+1 < len(items) {
+		out = append(out, items[level+1:]...)
+	}
+	return strings.Join(out, ",")
+}
+
+// procBindNumbers turns OMP_PROC_BIND's names into omp_proc_bind_t values.
+func procBindNumbers(env string) string {
+	if env == "" {
+		return ""
+	}
+	num := map[string]string{"false": "0", "true": "1", "primary": "2", "master": "2", "close": "3", "spread": "4"}
+	var out []string
+	for _, s := range strings.Split(env, ",") {
+		out = append(out, num[strings.ToLower(strings.TrimSpace(s))])
+	}
+	return strings.Join(out, ",")
 }
 
 // checkDisplay compares the display control variables with the block the

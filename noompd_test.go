@@ -33,6 +33,16 @@ func TestNoOMPDRuntimeCores(t *testing.T) {
 			t.Cleanup(func() { as.Close() })
 			assert.Equal(t, ompd.LayoutDWARF, as.Runtime().Layout)
 			ompdtest.CheckStructure(t, as, stop.Truth)
+			// No state tracking: State fails, and the state it gives
+			// with the error is undefined, not work_serial.
+			threads, err := as.Threads()
+			require.NoError(t, err)
+			for _, th := range threads {
+				st, wait, err := th.State()
+				require.ErrorIs(t, err, ompd.ErrNeedsStateTracking)
+				assert.Equal(t, ompd.StateUndefined, st)
+				assert.Zero(t, wait)
+			}
 			// The snapshot says once what lacks OMPD support, apart
 			// from its errors: nothing failed.
 			s, err := as.Snapshot(context.Background())

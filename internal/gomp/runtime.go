@@ -32,12 +32,16 @@
 //     state; they are reported idle, with no region or task.
 //   - Global ICVs (cancel-var, max-task-priority-var, the nthreads and bind
 //     lists, affinity settings, ...) are hidden symbols: without the debug
-//     file they are ErrUnavailable saying so. The display control
+//     file they are ErrUnavailable saying so, and a task's nthreads-var and
+//     bind-var give their first element (the task's own) with
+//     ErrIncomplete. The display control
 //     variables are rebuilt from them as OMP_DISPLAY_ENV prints them
 //     (display.go).
 //   - Thread states and the outlined function of each region are read from
 //     the threads' stacks (stack.go), states marked inferred; where a
-//     stack does not tell, ErrUnavailable.
+//     stack does not tell, ErrUnavailable. A wait on a lock is told by its
+//     address (locks.go): a critical section's, an atomic region's or the
+//     user's.
 package gomp
 
 import (

@@ -568,8 +568,9 @@ func (s *session) envBlock() string {
 
 // displayTruth checks our display variables against what the runtime
 // printed for omp_display_env(1) at the stop (every fixture records it):
-// every printed variable must be there, and every one not marked stale
-// must agree.
+// every printed variable must be there, exactly those of
+// ompdtest.StaleDisplayVars may be marked stale, and every other one must
+// agree.
 func (s *session) displayTruth(vars []ompd.ControlVar) *truth {
 	got := map[string]ompd.ControlVar{}
 	for _, v := range vars {
@@ -587,6 +588,19 @@ func (s *session) displayTruth(vars []ompd.ControlVar) *truth {
 			if !ompdtest.DisplayValueMatches(name, printed, v.Value, s.tr) {
 				bad = append(bad, fmt.Sprintf("%s=%s (printed: %s)", name, v.Value, printed))
 			}
+		}
+	}
+	// Exactly the pinned variables may be stale: one more would leave
+	// its value unchecked.
+	stale, want := ompdtest.StaleDisplayNames(vars)
+	for _, n := range stale {
+		if !slices.Contains(want, n) {
+			bad = append(bad, n+" stale")
+		}
+	}
+	for _, n := range want {
+		if !slices.Contains(stale, n) {
+			bad = append(bad, n+" not stale")
 		}
 	}
 	slices.Sort(bad)

@@ -207,8 +207,13 @@ func (rt *Runtime) currentSettings() map[string]string {
 		}
 	}
 	l := rt.l
-	if list, err := s.nested(&s.nth, "__kmp_nested_nth", l.nestedNth, l.nestedNthUsed, -1); err == nil && len(list) > 0 {
-		out["OMP_NUM_THREADS"] = "'" + string(joinInts(nil, list)) + "'"
+	if list, err := s.nested(&s.nth, "__kmp_nested_nth", l.nestedNth, l.nestedNthUsed, -1); err == nil {
+		if len(list) > 0 {
+			out["OMP_NUM_THREADS"] = "'" + string(joinInts(nil, list)) + "'"
+		} else {
+			// An empty list prints as not defined.
+			out["OMP_NUM_THREADS"] = undefined
+		}
 	}
 	bind, bindErr := s.nested(&s.bind, "__kmp_nested_proc_bind", l.nestedBind, l.nestedBindUsed, -1)
 	if bindErr == nil && len(bind) > 0 {
@@ -224,16 +229,274 @@ func (rt *Runtime) currentSettings() map[string]string {
 		}
 	}
 	// dyn-var's initial value lives in a struct member: __kmp_global.g.g_dynamic.
-	if g, err := rt.t.FieldOffset("kmp_global_t", "g"); err == nil {
-		if d, err := rt.t.FieldOffset("kmp_base_global_t", "g_dynamic"); err == nil {
-			if addr, err := rt.sym("__kmp_global"); err == nil {
-				if v, err := rt.readUint(addr+g+d, 4, "__kmp_global.g.g_dynamic"); err == nil {
-					out["OMP_DYNAMIC"] = strconv.FormatBool(v != 0)
-				}
-			}
+	if v, ok := rt.globalMember("g_dynamic"); ok {
+		out["OMP_DYNAMIC"] = strconv.FormatBool(v != 0)
+	}
+	if v, err := rt.global("__kmp_tool", 4, true); err == nil {
+		out["OMP_TOOL"] = map[bool]string{true: "enabled", false: "disabled"}[v != 0]
+	}
+	for env, sym := range map[string]string{"OMP_TOOL_LIBRARIES": "__kmp_tool_libraries", "OMP_TOOL_VERBOSE_INIT": "__kmp_tool_verbose_init"} {
+		if p, err := rt.globalPtr(sym); err == nil && p == 0 {
+			// A null string prints as not defined.
+			out[env] = undefined
+		} else if v, err := rt.globalString(sym); err == nil {
+			out[env] = v
 		}
 	}
+	rt.kmpSettings(out)
 	return out
+}
+
+// undefined is how the display block writes a variable the runtime
+// prints as not defined.
+const undefined = "undefined"
+
+// globalMember reads the 4-byte member name of __kmp_global.g.
+func (rt *Runtime) globalMember(name string) (uint64, bool) {
+	g, err := rt.t.FieldOffset("kmp_global_t", "g")
+	if err != nil {
+		return 0, false
+	}
+	d, err := rt.t.FieldOffset("kmp_base_global_t", name)
+	if err != nil {
+		return 0, false
+	}
+	addr, err := rt.sym("__kmp_global")
+	if err != nil {
+		return 0, false
+	}
+	v, err := rt.readUint(addr+g+d, 4, "__kmp_global.g."+name)
+	return v, err == nil
+}
+
+// LLVM 19's barrier kinds (enum barrier_type, in the order of
+// __kmp_barrier_branch_bit_env_name; the reduction barrier exists where
+// KMP_FAST_REDUCTION_BARRIER is set, as on x86-64) and barrier patterns
+// (__kmp_barrier_pattern_name, indexed by kmp_bar_pat_e).
+var (
+	barrierVars     = []string{"KMP_PLAIN_BARRIER", "KMP_FORKJOIN_BARRIER", "KMP_REDUCTION_BARRIER"}
+	barrierPatterns = []string{"linear", "tree", "hyper", "hierarchical", "dist"}
+)
+
+// LLVM 19's enum kmp_lock_kind on x86-64 Linux (futex, TSX and adaptive
+// locks built in), enum dynamic_mode with USE_LOAD_BALANCE (Linux), and
+// enum affinity_top_method on x86-64 without hwloc or processor groups;
+// the names are those the runtime's print functions give.
+var (
+	lockKindNames = []string{"default", "tas", "futex", "hle", "rtm_queuing", "rtm_spin",
+		"ticket", "queuing", "drdpa", "adaptive"}
+	dynamicModeNames = []string{undefined, "load balance", "random", "thread limit"}
+	topMethodNames   = []string{"all", "APIC id", "x2APIC id leaf 0xb", "x2APIC id leaf 0x1f",
+		"cpuinfo", "flat", "default"}
+)
+
+// LLVM 19's enum sched_type members that __kmp_static and __kmp_guided
+// hold (kmp.h).
+const (
+	schedStaticGreedy     = 40
+	schedStaticBalanced   = 41
+	schedGuidedIterative  = 42
+	schedGuidedAnalytical = 43
+)
+
+// LLVM 19's enum affinity_type (kmp.h), past affinityCompact and
+// affinityExplicit.
+const (
+	affinityNone = iota
+	affinityPhysical
+	affinityLogical
+	_ // affinityCompact
+	affinityScatter
+	_ // affinityExplicit
+	affinityBalanced
+	affinityDisabled
+	affinityDefault
+)
+
+// kmpSettings adds to out the KMP_* display variables that the runtime
+// sets while it initializes, after it wrote its display block: the
+// barrier branch bits and patterns, the lock kind, KMP_SCHEDULE, the
+// topology method, KMP_DYNAMIC_MODE and the two affinity settings, each
+// formatted as its __kmp_stg_print_* function in LLVM 19 kmp_settings.cpp
+// prints it. A variable whose global cannot be read or holds a value this
+// package does not know is left out (and stays stale).
+func (rt *Runtime) kmpSettings(out map[string]string) {
+	elem := func(sym string, i int) (uint64, bool) {
+		base, err := rt.sym(sym)
+		if err != nil {
+			return 0, false
+		}
+		v, err := rt.readUint(base+uint64(i)*4, 4, sym)
+		return v, err == nil
+	}
+	for i, name := range barrierVars {
+		g, ok1 := elem("__kmp_barrier_gather_branch_bits", i)
+		r, ok2 := elem("__kmp_barrier_release_branch_bits", i)
+		if ok1 && ok2 {
+			out[name] = fmt.Sprintf("'%d,%d'", int32(g), int32(r))
+		}
+		g, ok1 = elem("__kmp_barrier_gather_pattern", i)
+		r, ok2 = elem("__kmp_barrier_release_pattern", i)
+		if ok1 && ok2 && g < uint64(len(barrierPatterns)) && r < uint64(len(barrierPatterns)) {
+			out[name+"_PATTERN"] = "'" + barrierPatterns[g] + "," + barrierPatterns[r] + "'"
+		}
+	}
+	name := func(env, sym string, names []string) {
+		if v, err := rt.global(sym, 4, true); err == nil && v >= 0 && v < int64(len(names)) {
+			out[env] = names[v]
+		}
+	}
+	name("KMP_LOCK_KIND", "__kmp_user_lock_kind", lockKindNames)
+	name("KMP_TOPOLOGY_METHOD", "__kmp_affinity_top_method", topMethodNames)
+	if v, ok := rt.globalMember("g_dynamic_mode"); ok && v < uint64(len(dynamicModeNames)) {
+		out["KMP_DYNAMIC_MODE"] = dynamicModeNames[v]
+	}
+	st, err1 := rt.global("__kmp_static", 4, true)
+	gd, err2 := rt.global("__kmp_guided", 4, true)
+	if err1 == nil && err2 == nil {
+		// The runtime prints nothing for a kind it does not name; so
+		// does this.
+		v := map[int64]string{schedStaticGreedy: "static,greedy", schedStaticBalanced: "static,balanced"}[st]
+		if g := map[int64]string{schedGuidedIterative: "guided,iterative", schedGuidedAnalytical: "guided,analytical"}[gd]; g != "" {
+			v += ";" + g
+		}
+		out["KMP_SCHEDULE"] = "'" + v + "'"
+	}
+	if v, ok := rt.affinitySetting("__kmp_affinity", false); ok {
+		out["KMP_AFFINITY"] = v
+	}
+	if v, ok := rt.affinitySetting("__kmp_hh_affinity", true); ok {
+		out["KMP_HIDDEN_HELPER_AFFINITY"] = v
+	}
+}
+
+// hwKeyword is __kmp_hw_get_keyword(gran, false): hwKeywords in the
+// singular.
+func hwKeyword(gran int64) string {
+	if gran < 0 || gran >= int64(len(hwKeywords)) {
+		return "unknown"
+	}
+	if k := hwKeywords[gran]; k != "dice" {
+		return strings.TrimSuffix(k, "s")
+	}
+	return "die"
+}
+
+// affinitySetting is the kmp_affinity_t global sym as
+// __kmp_print_affinity_env prints it (KMP_AFFINITY, or with hh
+// KMP_HIDDEN_HELPER_AFFINITY, which leaves out respect and reset); false
+// where the DWARF for kmp_affinity_t or one of its fields cannot be read.
+func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
+	base, err := rt.sym(sym)
+	if err != nil {
+		return "", false
+	}
+	bf, ok := rt.t.(interface {
+		BitField(typeName, field string) (uint64, uint64, error)
+	})
+	if !ok {
+		return "", false
+	}
+	flagsOff, err := rt.t.FieldOffset("kmp_affinity_t", "flags")
+	if err != nil {
+		return "", false
+	}
+	flags, err := rt.readUint(base+flagsOff, 4, sym+".flags")
+	if err != nil {
+		return "", false
+	}
+	bad := false
+	flag := func(name string) bool {
+		bo, bs, err := bf.BitField("kmp_affinity_flags_t", name)
+		if err != nil || bs == 0 || bo+bs > 32 {
+			bad = true
+			return false
+		}
+		return (flags>>bo)&(1<<bs-1) != 0
+	}
+	field := func(name string) int64 {
+		off, err := rt.t.FieldOffset("kmp_affinity_t", name)
+		if err != nil {
+			bad = true
+			return 0
+		}
+		v, err := rt.readUint(base+off, 4, sym+"."+name)
+		if err != nil {
+			bad = true
+		}
+		return int64(int32(v))
+	}
+	word := func(set bool, yes, no string) string {
+		if set {
+			return yes + ","
+		}
+		return no + ","
+	}
+	var b strings.Builder
+	b.WriteString("'")
+	b.WriteString(word(flag("verbose"), "verbose", "noverbose"))
+	b.WriteString(word(flag("warnings"), "warnings", "nowarnings"))
+	// KMP_AFFINITY_CAPABLE(): the runtime found an affinity mask.
+	maskSize, err := rt.global("__kmp_affin_mask_size", uint64(rt.mem.PtrSize), false)
+	if err != nil {
+		return "", false
+	}
+	if maskSize <= 0 {
+		b.WriteString("disabled'")
+		return b.String(), !bad
+	}
+	if !hh {
+		b.WriteString(word(flag("respect"), "respect", "norespect"))
+		b.WriteString(word(flag("reset"), "reset", "noreset"))
+	}
+	b.WriteString("granularity=")
+	switch {
+	case flag("core_types_gran"):
+		b.WriteString("core_type,")
+	case flag("core_effs_gran"):
+		b.WriteString("core_eff,")
+	default:
+		b.WriteString(hwKeyword(field("gran")) + ",")
+	}
+	compact, offset := field("compact"), field("offset")
+	switch typ := field("type"); typ {
+	case affinityNone:
+		b.WriteString("none")
+	case affinityPhysical:
+		fmt.Fprintf(&b, "physical,%d", offset)
+	case affinityLogical:
+		fmt.Fprintf(&b, "logical,%d", offset)
+	case affinityCompact:
+		fmt.Fprintf(&b, "compact,%d,%d", compact, offset)
+	case affinityScatter:
+		fmt.Fprintf(&b, "scatter,%d,%d", compact, offset)
+	case affinityExplicit:
+		off, err := rt.t.FieldOffset("kmp_affinity_t", "proclist")
+		if err != nil {
+			return "", false
+		}
+		p, err := rt.readPtr(base+off, sym+".proclist")
+		if err != nil {
+			return "", false
+		}
+		list := "(null)"
+		if p != 0 {
+			if list, err = rt.mem.String(p, sym+".proclist"); err != nil {
+				return "", false
+			}
+		}
+		fmt.Fprintf(&b, "proclist=[%s],explicit", list)
+	case affinityBalanced:
+		fmt.Fprintf(&b, "balanced,%d,%d", compact, offset)
+	case affinityDisabled:
+		b.WriteString("disabled")
+	case affinityDefault:
+		b.WriteString("default")
+	default:
+		b.WriteString("<unknown>")
+	}
+	b.WriteString("'")
+	return b.String(), !bad
 }
 
 // places returns OMP_PLACES as __kmp_stg_print_places prints it, from
@@ -241,7 +504,6 @@ func (rt *Runtime) currentSettings() map[string]string {
 // cannot tell (no DWARF for kmp_affinity_t, or core-type places, which
 // it does not decode).
 func (rt *Runtime) places(bind []int64) (string, bool) {
-	const undefined = "undefined"
 	if len(bind) == 0 || bind[0] == 0 { // proc_bind_false
 		return undefined, true
 	}

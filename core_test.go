@@ -66,6 +66,13 @@ func fixtureCases(manyThreads string) []fixtureCase {
 //     application|framepointer on one side only); also TestDifferential;
 //   - the frames of the wrong serialized level (lwt(team, j+1) instead of
 //     lwt(team, j)): serialized, exact exit frames per level from OMPT;
+//   - the lw-taskteam parent walk stopping one step short
+//     (lwt(tm, max(j-1, 1)) in task.go): serialized-deep only (four
+//     serialized levels in a row), exact exit and enter frames of levels
+//     5 and 4 from OMPT;
+//   - one more display variable marked stale (KMP_LOCK_KIND left out of
+//     internal/kmp/display.go kmpSettings): every fixture's display
+//     check, which pins ompdtest.StaleDisplayVars; also TestDifferential;
 //   - Task.Nested with >= instead of > (icv.go): tasks and many, where
 //     max-active-levels is 1 (every thread records omp_get_nested now);
 //   - ErrIncomplete for a one-element list (len(List) > 0 instead of > 1,
@@ -74,7 +81,7 @@ func fixtureCases(manyThreads string) []fixtureCase {
 //   - (seeded by the fixtures' OMPT chains) a chain one task short or long
 //     fails "the task chain as long as OMPT's" in every fixture.
 func TestFixtureCores(t *testing.T) {
-	cases := append(fixtureCases("256"), fixtureCase{fixtures.Teams, nil},
+	cases := append(fixtureCases("256"), fixtureCase{fixtures.Serialized, []string{"deep"}}, fixtureCase{fixtures.Teams, nil},
 		fixtureCase{fixtures.Teams, []string{"body"}}, fixtureCase{fixtures.Idle, nil})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {

@@ -1039,7 +1039,7 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 		s.keep(t0)
 		lf, lerr = t0.Function()
 	}
-	question, tr := "parallel.function", s.functionTruth(level)
+	question, tr := "parallel.function", s.functionTruth(tt, level)
 	if l, err := p.Level(); err == nil && l == 0 {
 		question = "task.function(level 0)"
 	}
@@ -1077,10 +1077,18 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 // at the given level: clang names the outlined function of a region at
 // level n with n "omp_outlined" parts (main.omp_outlined_debug__.omp_outlined
 // at level 2); the initial task at level 0 runs none.
-func (s *session) functionTruth(level int) *truth {
+//
+// A serialized level with another serialized level inside it in the thread
+// shares its serial team with that one, and the runtime keeps the entry
+// function of the innermost level only (t_pkfn): the enclosing ones have
+// none (ompd-go: unavailable).
+func (s *session) functionTruth(tt *fixtures.Thread, level int) *truth {
 	switch {
 	case level == 0:
 		return truthIs("level 0 runs main, not an outlined function", answer{rc: "unavailable"})
+	case level > 0 && enclosingSerialized(tt, level):
+		return truthIs(fmt.Sprintf("level %d: a serialized level enclosing serialized level %d keeps no entry function", level, level+1),
+			answer{rc: "unavailable"})
 	case level > 0:
 		return &truth{desc: fmt.Sprintf("an outlined function of nesting depth %d", level), ok: func(a answer) bool {
 			addr, err := strconv.ParseUint(strings.TrimPrefix(a.val, "0x"), 16, 64)
@@ -1092,6 +1100,14 @@ func (s *session) functionTruth(level int) *truth {
 		}}
 	}
 	return nil
+}
+
+// enclosingSerialized tells whether, in the thread tt, the region at level
+// is serialized and so is the one at level+1 inside it (omp_get_team_size
+// 1 at both).
+func enclosingSerialized(tt *fixtures.Thread, level int) bool {
+	return tt != nil && level >= 0 && level < tt.Level && level+1 < len(tt.Ancestors) &&
+		tt.Ancestors[level].TeamSize == 1 && tt.Ancestors[level+1].TeamSize == 1
 }
 
 // ---- tasks -----------------------------------------------------------------
@@ -1294,8 +1310,8 @@ func (s *session) task(where string, info *taskInfo, k ompd.Task, next *ompd.Tas
 		question = "task.function(serialized)"
 	}
 	var tr *truth
-	if implicit {
-		tr = s.functionTruth(level)
+	if implicit && info != nil {
+		tr = s.functionTruth(info.thread, level)
 	}
 	d.check(question, where, ours(hex(of.Addr), oerr), theirs(hex(lf), lerr), tr)
 

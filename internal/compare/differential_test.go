@@ -361,6 +361,11 @@ func (d *differ) finish() {
 	for _, n := range d.used {
 		tolerated += n
 	}
+	// Every tolerated libompd fault has truth for our answer: none may
+	// leave ours unchecked.
+	if d.unchecked != 0 {
+		d.errorf("%d tolerated libompd differences without truth: ours unchecked", d.unchecked)
+	}
 	d.t.Logf("%d questions (%d checked against the program's or the runtime's own truth), %d tolerated differences "+
 		"(known libompd faults; %d of them without truth, ours unchecked)", d.n, d.truths, tolerated, d.unchecked)
 }
@@ -1445,6 +1450,10 @@ func (s *session) taskTruth(info *taskInfo) icvTruth {
 				return truthVal("omp_in_final() in the task", boolVal(info.rec.InFinal))
 			case info.current:
 				return truthVal("omp_in_final()", boolVal(info.thread.InFinal))
+			case !info.explicit && info.level >= 0:
+				if icv := s.tr.TaskICV(info.thread, info.level); icv != nil {
+					return truthVal(fmt.Sprintf("omp_in_final() in the implicit task at level %d", info.level), boolVal(icv.InFinal))
+				}
 			}
 		case "implicit-task-var", "ompd-implicit-var", "ompd-implicit-task-var":
 			if info.rec != nil {
@@ -1452,6 +1461,9 @@ func (s *session) taskTruth(info *taskInfo) icvTruth {
 			}
 			if !info.explicit && s.tr.Fixture != fixtures.Tasks {
 				return truthVal("the fixture creates no explicit task", "1")
+			}
+			if !info.explicit && info.level >= 0 {
+				return truthVal(fmt.Sprintf("the implicit task of the thread's level %d", info.level), "1")
 			}
 		}
 		// What the omp API answered in the task: the thread's record for

@@ -318,6 +318,20 @@ func (d *differ) check(question, where string, our, lib answer, tr *truth) {
 	d.checkLib(question, where, our, lib, tr, nil)
 }
 
+// oursOnly checks our answer to a question libompd has no answer to (it
+// skips the task or region) against the truth alone.
+func (d *differ) oursOnly(question, where string, our answer, tr *truth) {
+	d.t.Helper()
+	d.n++
+	if tr == nil {
+		return
+	}
+	d.truths++
+	if !tr.ok(our) {
+		d.errorf("%s: %s: ours %v contradicts the program (%s); libompd skips it", where, question, our, tr.desc)
+	}
+}
+
 // checkLib is check with libWant, libompd's known wrong answer for a fault
 // listed as "exact".
 func (d *differ) checkLib(question, where string, our, lib answer, tr *truth, libWant *answer) {
@@ -660,24 +674,49 @@ func (s *session) icvs(where string, scope ompd.ScopeKind, o ompd.Scope, l libIC
 		// text ICVs) checks our answers: an ICV the program cannot query
 		// goes unchecked here (the address-space ones are checked
 		// against OMP_DISPLAY_ENV's output).
-		intTr, strTr := tr(name, false), tr(name, true)
-		switch class {
-		case "integer":
-			// The string form of an integer ICV is the number in decimal.
-			if strTr == nil && intTr != nil && intTr.want != nil {
-				strTr = truthIs(intTr.desc+", in decimal", *intTr.want)
-			}
-		case "string":
-			if name != "run-sched-var" {
-				intTr = truthIs("OMPD: a text ICV has no integer form (ompd_rc_incompatible)", answer{rc: "incompatible"})
-			}
-		}
-		question := "icv(" + class + ")"
-		if class == "list" || name == "run-sched-var" {
-			question = "icv(" + name + ")"
-		}
+		question, intTr, strTr := icvQuestion(name, class, tr)
 		s.d.check(question+".integer", w, oi, li, intTr)
 		s.d.check(question+".string", w, os, ls, strTr)
+	}
+}
+
+// icvQuestion returns the question for an ICV of the given class and the
+// truth for its integer and string forms.
+func icvQuestion(name, class string, tr icvTruth) (question string, intTr, strTr *truth) {
+	intTr, strTr = tr(name, false), tr(name, true)
+	switch class {
+	case "integer":
+		// The string form of an integer ICV is the number in decimal.
+		if strTr == nil && intTr != nil && intTr.want != nil {
+			strTr = truthIs(intTr.desc+", in decimal", *intTr.want)
+		}
+	case "string":
+		if name != "run-sched-var" {
+			intTr = truthIs("OMPD: a text ICV has no integer form (ompd_rc_incompatible)", answer{rc: "incompatible"})
+		}
+	}
+	question = "icv(" + class + ")"
+	if class == "list" || name == "run-sched-var" {
+		question = "icv(" + name + ")"
+	}
+	return question, intTr, strTr
+}
+
+// ourICVs checks every ICV of one scope of ours, in both forms, against
+// the program's truth alone: for a task libompd's chain skips, where
+// libompd has no answer to compare.
+func (s *session) ourICVs(where string, scope ompd.ScopeKind, o ompd.Scope, tr icvTruth) {
+	for _, id := range ompd.AllICVs() {
+		if id.Scope() != scope {
+			continue
+		}
+		name := id.Name()
+		w := where + " " + name
+		ov, oerr := o.ICV(id)
+		ostr, serr := o.ICVString(id)
+		question, intTr, strTr := icvQuestion(name, icvClass(name), tr)
+		s.d.oursOnly(question+".integer", w, ours(strconv.FormatInt(ov, 10), oerr), intTr)
+		s.d.oursOnly(question+".string", w, ours(ostr, serr), strTr)
 	}
 }
 
@@ -959,13 +998,14 @@ func (s *session) parallelChain(where string, tt *fixtures.Thread, oth ompd.Thre
 		}
 		var tr *truth
 		if level >= 0 {
-			// Where the runtime keeps no entry function for the level,
-			// ours says so (regionFacts leaves the depth out).
+			// A serialized level enclosing another keeps no entry
+			// function (regionFacts leaves the depth out); every other
+			// level's is the outlined function of its depth.
 			want := fmt.Sprintf("level %d, %d threads", level, tt.Ancestors[level].TeamSize)
-			tr = &truth{desc: fmt.Sprintf("omp_get_level() %d, omp_get_team_size(%d): %s, outlined depth %d", tt.Level, level, want, level),
-				ok: func(a answer) bool {
-					return a.ok() && (a.val == want || a.val == fmt.Sprintf("%s, outlined depth %d", want, level))
-				}}
+			if !enclosingSerialized(tt, level) {
+				want = fmt.Sprintf("%s, outlined depth %d", want, level)
+			}
+			tr = truthVal(fmt.Sprintf("omp_get_level() %d, omp_get_team_size(%d)", tt.Level, level), want)
 		}
 		d.check("parallel.chain", w, answer{val: s.regionFacts(p)}, answer{val: "absent"}, tr)
 	}
@@ -1195,11 +1235,26 @@ func (s *session) taskChain(where string, tt *fixtures.Thread, oth ompd.Thread, 
 		var tr *truth
 		if info != nil {
 			if ex, en, ok := info.thread.FrameTruth(info.index); ok && en.SavedFrameOf == 0 {
-				tr = truthVal("the task OMPT recorded at this place of the chain",
-					fmt.Sprintf("exit %#x/%#x enter %#x/%#x", ex.Addr, ex.Flags, en.Addr, en.Flags))
+				want := fmt.Sprintf("exit %#x/%#x enter %#x/%#x", ex.Addr, ex.Flags, en.Addr, en.Flags)
+				if !info.explicit && info.level >= 0 {
+					// An implicit task: its region's level, and its
+					// entry function as functionTruth says.
+					fn := fmt.Sprintf("outlined depth %d", info.level)
+					if info.level == 0 || enclosingSerialized(info.thread, info.level) {
+						fn = "no function"
+					}
+					want = fmt.Sprintf("level %d, %s, %s", info.level, fn, want)
+				}
+				tr = truthVal("the task OMPT recorded at this place of the chain, at the program's level", want)
 			}
+			// Its ICVs, against what the program recorded in it.
+			s.ourICVs(w, ompd.ScopeTask, k, s.taskTruth(info))
 		}
-		d.check("task.chain", w, answer{val: taskFacts(k)}, answer{val: "absent"}, tr)
+		facts := taskFacts(k)
+		if info != nil && !info.explicit && info.level >= 0 {
+			facts = implicitTaskFacts(k) + ", " + facts
+		}
+		d.check("task.chain", w, answer{val: facts}, answer{val: "absent"}, tr)
 	}
 	for ; j < len(lib); j++ {
 		d.check("task.chain", fmt.Sprintf("%s libompd task %d (%#x)", where, j, lib[j].Addr()),
@@ -1385,6 +1440,32 @@ func (s *session) frameTruth(info *taskInfo) (exit, enter, exitFlags, enterFlags
 
 // taskFacts sums up a task libompd's chain skips: its frames with their
 // flags, and the nesting depth of its entry function.
+// implicitTaskFacts sums up an implicit task libompd's chain skips: the
+// level of its region and the nesting depth of its entry function (or
+// "no function" where ours has none).
+func implicitTaskFacts(k ompd.Task) string {
+	p, err := k.Parallel()
+	if err != nil {
+		return "region: " + ourRC(err)
+	}
+	l, err := p.Level()
+	if err != nil {
+		return "level: " + ourRC(err)
+	}
+	f, err := k.Function()
+	switch {
+	case errors.Is(err, ompd.ErrUnavailable):
+		return fmt.Sprintf("level %d, no function", l)
+	case err != nil:
+		return fmt.Sprintf("level %d, function: %s", l, ourRC(err))
+	}
+	depth := -1 // not an outlined function
+	if strings.Contains(f.Symbol, "omp_outlined") {
+		depth = strings.Count(f.Symbol, "omp_outlined")
+	}
+	return fmt.Sprintf("level %d, outlined depth %d", l, depth)
+}
+
 func taskFacts(k ompd.Task) string {
 	fr, err := k.Frames()
 	if err != nil {

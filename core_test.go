@@ -58,26 +58,38 @@ func fixtureCases(manyThreads string) []fixtureCase {
 // with what the program itself recorded at the stop, and with what the
 // runtime itself answered through OMPT (frames, task kinds).
 //
-// Bugs planted one at a time to check that real cores catch them (each
-// makes this test fail; TestDifferential in internal/compare fails too
-// where noted):
+// Bugs planted one at a time, each in a scratch copy, to check that real
+// cores catch them (bug -> the tests that fail; "TestDifferential" is the
+// one in internal/compare):
 //   - the exit and enter flag fields of a task frame swapped
-//     (internal/kmp/task.go, taskFrames): tasks (undeferred tasks have
-//     application|framepointer on one side only); also TestDifferential;
-//   - the frames of the wrong serialized level (lwt(team, j+1) instead of
-//     lwt(team, j)): serialized, exact exit frames per level from OMPT;
-//   - the lw-taskteam parent walk stopping one step short
-//     (lwt(tm, max(j-1, 1)) in task.go): serialized-deep only (four
-//     serialized levels in a row), exact exit and enter frames of levels
-//     5 and 4 from OMPT;
+//     (internal/kmp/task.go, taskFrames): TestFixtureCores/tasks
+//     (undeferred tasks have application|framepointer on one side only)
+//     and TestDifferential/tasks;
+//   - the frames of the wrong serialized level (lwt(tm, j+1) instead of
+//     lwt(tm, j), task.go): TestFixtureCores/serialized, serialized-deep
+//     and teams (exact frames per level from OMPT), TestDifferential/serialized;
+//   - the lw-taskteam parent walk one step short (lwt(tm, max(j-1, 1)),
+//     task.go): TestFixtureCores/serialized-deep only, the one fixture
+//     with more than two serialized levels in a row (exact exit and enter
+//     frames of levels 5 and 4 from OMPT);
+//   - Task.Nested with >= instead of > (icv.go): TestFixtureCores/tasks,
+//     many-256, idle, teams and teams-body, where max-active-levels is 1
+//     (every thread records omp_get_nested);
+//   - ErrIncomplete for a one-element list (len(v.List) > 0 instead of
+//     > 1, icv.go): every TestFixtureCores and TestDifferential case
+//     (checkICVs: incomplete only when the list has more);
 //   - one more display variable marked stale (KMP_LOCK_KIND left out of
-//     internal/kmp/display.go kmpSettings): every fixture's display
-//     check, which pins ompdtest.StaleDisplayVars; also TestDifferential;
-//   - Task.Nested with >= instead of > (icv.go): tasks and many, where
-//     max-active-levels is 1 (every thread records omp_get_nested now);
-//   - ErrIncomplete for a one-element list (len(List) > 0 instead of > 1,
-//     icv.go icvInt): nested (checkICVs: incomplete only when the list has
-//     more);
+//     internal/kmp/display.go kmpSettings): every TestFixtureCores case
+//     (checkDisplay pins ompdtest.StaleDisplayVars) and every
+//     TestDifferential case;
+//   - final-task-var set for the implicit task of an enclosing serialized
+//     level (r.Level < rec.teamLevel in internal/kmp/icv.go):
+//     TestDifferential/serialized only, through the ICVs of the tasks
+//     libompd skips, checked against the level records' omp_in_final();
+//   - an entry function for an enclosing serialized level (team.go: the
+//     team's t_pkfn instead of unavailable): TestDifferential/serialized
+//     only, through the level and function of the regions and tasks
+//     libompd skips;
 //   - (seeded by the fixtures' OMPT chains) a chain one task short or long
 //     fails "the task chain as long as OMPT's" in every fixture.
 func TestFixtureCores(t *testing.T) {

@@ -217,10 +217,12 @@ func (c ControlVar) String() string { return c.Raw }
 // sits in runtime state this package reads (schedule, thread counts,
 // binding, places, levels, limits, teams, cancellation, priority, affinity
 // format and display, OMP_DISPLAY_ENV, stack sizes, default device,
-// dynamic, wait policy and library, block time), it is replaced by the
-// value the program runs with (Corrected is set when it differs), and the
-// missing ones are added. The others (most KMP_* tuning variables) keep
-// the runtime's start-up text and are marked Stale.
+// dynamic, wait policy and library, block time, the OMP_TOOL variables,
+// barrier branch bits and patterns, lock kind, KMP_SCHEDULE, topology
+// method, KMP_DYNAMIC_MODE, KMP_AFFINITY and KMP_HIDDEN_HELPER_AFFINITY),
+// it is replaced by the value the program runs with (Corrected is set when
+// it differs), and the missing ones are added. The others (most KMP_*
+// tuning variables) keep the runtime's start-up text and are marked Stale.
 func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err := as.check(); err != nil {
 		return nil, err

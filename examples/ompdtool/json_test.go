@@ -74,6 +74,7 @@ func TestDisplayVarsText(t *testing.T) {
 	assert.Regexp(t, `(?m)^  OMP_WAIT_POLICY=PASSIVE +\(the runtime recorded nothing\)$`, out)
 	assert.Regexp(t, `(?m)^  KMP_BLOCKTIME=0ms +\(the runtime recorded 200ms\)$`, out)
 	assert.Regexp(t, `(?m)^  OMP_SCHEDULE='dynamic,7' +\(the runtime recorded 'static'\)$`, out)
-	assert.Regexp(t, `(?m)^  KMP_AFFINITY=.* +\(start-up text, may be stale\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_AFFINITY='.*,compact,0,0' +\(the runtime recorded 'noverbose,warnings,disabled'\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_LOCK_KIND=queuing +\(the runtime recorded default\)$`, out)
 	assert.Regexp(t, `(?m)^  KMP_ABORT_DELAY=0 +\(start-up text, may be stale\)$`, out)
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,30 +174,71 @@ func TestDebuginfodProgress(t *testing.T) {
 	assert.Contains(t, errOut, "libomp")
 }
 
+// hangingDebuginfod makes DEBUGINFOD_URLS name a server that starts
+// sending a debug file and then hangs, with a client time-out of ten
+// minutes; the first request to it calls cancel 200ms later, as a user
+// pressing Ctrl-C during the download would.
+func hangingDebuginfod(t *testing.T, cancel context.CancelFunc) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.AfterFunc(200*time.Millisecond, cancel)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("DEBUGINFOD_URLS", srv.URL)
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
+	t.Setenv("DEBUGINFOD_TIMEOUT", "600")
+}
+
 // TestInterrupt: cancelling the context (what Ctrl-C does) while a debug
 // file download hangs ends the tool at once with status 130.
 func TestInterrupt(t *testing.T) {
 	stop, _ := strippedCore(t, fixtures.Nested)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "1000000")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		// The user presses Ctrl-C during the download.
-		time.AfterFunc(200*time.Millisecond, cancel)
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	t.Setenv("DEBUGINFOD_URLS", srv.URL)
-	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
-	t.Setenv("DEBUGINFOD_TIMEOUT", "600")
+	hangingDebuginfod(t, cancel)
 	start := time.Now()
 	code, _, errOut := execTool(ctx, "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
 	assert.Equal(t, 130, code, errOut)
 	assert.Contains(t, errOut, "interrupted")
 	assert.Contains(t, errOut, "fetching debug file")
 	assert.Less(t, time.Since(start), 5*time.Minute, "not cut by a time-out")
+}
+
+// TestInterruptLive: in launch and attach mode too, Ctrl-C during a debug
+// file download (the runtime's symbols are looked up in a live process)
+// ends the tool at once with status 130, the download cancelled rather
+// than left to the client's ten-minute time-out.
+func TestInterruptLive(t *testing.T) {
+	s := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantOMPD))
+	exe := fixtures.BuildWith(t, fixtures.Nested, s.RuntimeInfo)
+	check := func(t *testing.T, args ...string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		hangingDebuginfod(t, cancel)
+		start := time.Now()
+		code, _, errOut := execTool(ctx, append([]string{"-debug-dir", t.TempDir()}, args...)...)
+		if code == 1 {
+			ptraceUnavailable(t, errors.New(errOut))
+		}
+		assert.Equal(t, 130, code, errOut)
+		assert.Contains(t, errOut, "interrupted")
+		assert.Contains(t, errOut, "fetching debug file")
+		assert.Less(t, time.Since(start), 2*time.Minute, "cancelled, not cut by the time-out")
+	}
+	t.Run("launch", func(t *testing.T) {
+		env, _ := fixtureArgs(t, fixtures.Nested)
+		check(t, append(append([]string{"launch"}, env...), "--", exe)...)
+	})
+	t.Run("attach", func(t *testing.T) {
+		cmd := holdExe(t, exe, fixtures.Nested)
+		check(t, "attach", strconv.Itoa(cmd.Process.Pid))
+		// Detached, the program still runs.
+		assert.NoError(t, cmd.Process.Signal(syscall.Signal(0)))
+	})
 }
 
 // TestLaunchDebugDir: launch honours -debug-dir: a program on a stripped

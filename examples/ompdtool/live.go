@@ -12,9 +12,10 @@ import (
 	"github.com/ompd-go/ompd/target/delve"
 )
 
-// liveOptions are the target/delve options the flags ask for.
-func (o *options) liveOptions() []delve.Option {
-	opts := []delve.Option{delve.WithDebuginfod(o.debuginfod())}
+// liveOptions are the target/delve options the flags ask for; ctx bounds
+// the debug-file searches (Ctrl-C cancels a download, as in core mode).
+func (o *options) liveOptions(ctx context.Context) []delve.Option {
+	opts := []delve.Option{delve.WithDebuginfod(o.debuginfod()), delve.WithDebugContext(ctx)}
 	if len(o.debugDirs) > 0 {
 		opts = append(opts, delve.WithDebugDirs(o.debugDirs...))
 	}
@@ -41,7 +42,7 @@ func runAttach(ctx context.Context, o *options, args []string, out io.Writer) er
 	if err != nil || pid <= 0 {
 		return usagef("attach", "bad process id %q", args[0])
 	}
-	p, err := delve.Attach(pid, o.liveOptions()...)
+	p, err := delve.Attach(pid, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func runLaunch(ctx context.Context, o *options, args []string, out io.Writer) er
 	if err != nil {
 		return err
 	}
-	p, err := delve.Launch(prog, o.liveOptions()...)
+	p, err := delve.Launch(prog, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func runEvents(ctx context.Context, o *options, args []string, out io.Writer) er
 		return err
 	}
 	asJSON := o.json
-	p, err := delve.Launch(prog, o.liveOptions()...)
+	p, err := delve.Launch(prog, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}

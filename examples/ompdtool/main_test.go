@@ -117,11 +117,16 @@ func TestAttach(t *testing.T) {
 func holdNested(t *testing.T, extraEnv ...string) *exec.Cmd {
 	t.Helper()
 	fixtures.Runtime(t)
-	exe := fixtures.Build(t, fixtures.Nested)
+	return holdExe(t, fixtures.Build(t, fixtures.Nested), fixtures.Nested, extraEnv...)
+}
+
+// holdExe is holdNested for exe, a build of fixture name.
+func holdExe(t *testing.T, exe, name string, extraEnv ...string) *exec.Cmd {
+	t.Helper()
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	cmd := exec.Command(exe)
-	cmd.Env = fixtures.Env(fixtures.Nested, append([]string{"OMPD_FIXTURE_HOLD=1", "OMPD_FIXTURE_READY=" + ready,
+	cmd.Env = fixtures.Env(name, append([]string{"OMPD_FIXTURE_HOLD=1", "OMPD_FIXTURE_READY=" + ready,
 		"OMPD_FIXTURE_STDOUT=" + filepath.Join(dir, "stdout"), "OMPD_FIXTURE_STDERR=" + filepath.Join(dir, "stderr")}, extraEnv...)...)
 	require.NoError(t, cmd.Start())
 	// No Wait before the kill: a wait for a traced child steals the

@@ -125,6 +125,17 @@ func WithDebuginfodFromEnv() Option {
 	return func(c *launchConfig) { c.debug.SetDebuginfodFromEnv() }
 }
 
+// WithDebugContext sets the context that bounds every search for separate
+// debug files made by this package's symbol lookups (debuginfod downloads
+// in particular) for the Process's or Target's whole life, as
+// core.WithDebugContext does for cores: cancelling it (on Ctrl-C, say)
+// ends a download under way, and the lookup that needed it fails with the
+// context's error. Without it only the debuginfod client's timeout bounds
+// them.
+func WithDebugContext(ctx context.Context) Option {
+	return func(c *launchConfig) { c.debug.Ctx = ctx }
+}
+
 // Launch starts the program argv[0] (searched in PATH if it contains no
 // slash) with arguments argv[1:] under Delve, and returns it stopped at its
 // entry point: the dynamic loader has mapped its libraries, the program's
@@ -221,7 +232,8 @@ func mergeEnv(env, extra []string) []string {
 // Continue would hang. Wait after Detach.
 //
 // Of the options, only the debug-information ones (WithDebugDirs,
-// WithDebuginfod, WithDebuginfodFromEnv) apply to an attached process.
+// WithDebuginfod, WithDebuginfodFromEnv, WithDebugContext) apply to an
+// attached process.
 func Attach(pid int, opts ...Option) (*Process, error) {
 	if err := checkDelveVersion(version.DelveVersion); err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ type Target struct {
 // New does not take ownership: Close releases only what Target opened.
 //
 // Of the options, only the debug-information ones (WithDebugDirs,
-// WithDebuginfod, WithDebuginfodFromEnv) apply.
+// WithDebuginfod, WithDebuginfodFromEnv, WithDebugContext) apply.
 func New(t *proc.Target, opts ...Option) (*Target, error) {
 	if t == nil {
 		return nil, errors.New("delve: New: nil target")

@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net"
-	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,14 +35,7 @@ func TestConnect(t *testing.T) {
 	bps, err := s.User.ListBreakpoints(false)
 	require.NoError(t, err)
 
-	dump := filepath.Join(t.TempDir(), "dlv.core")
-	_, err = s.User.CoreDumpStart(dump)
-	require.NoError(t, err)
-	var ds api.DumpState
-	for ds = s.User.CoreDumpWait(1000); ds.Dumping && !ds.AllDone; ds = s.User.CoreDumpWait(1000) {
-		require.NoError(t, ctx.Err())
-	}
-	require.Empty(t, ds.Err, "dlv dump")
+	dump := s.Dump(t)
 
 	for _, args := range [][]string{{"-threads"}, {"-json"}, {}, {"-bt", "-threads"}} {
 		code, got, errOut := execTool(ctx, append(append([]string{"-q"}, args...), "connect", s.Srv.Addr)...)
@@ -94,17 +89,26 @@ func (s *syncBuffer) String() string {
 }
 
 // TestConnectFollow: with -follow, connect prints the state at the user's
-// stop, then at the next one, and ends when the program exits.
+// stop, then at the next one, and ends when the program exits. Each state
+// is what "ompdtool core" prints for the core dlv dumps at that stop, the
+// threads are those dlv lists, and the user's session stays as it was at
+// both stops.
 func TestConnectFollow(t *testing.T) {
 	s := dlvtest.Start(t, fixtures.Nested)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s.BreakAt(t, "stopme")
-	s.Continue(t)
+	st1 := s.Continue(t)
+	bps1, err := s.User.ListBreakpoints(false)
+	require.NoError(t, err)
+	dumps := []string{s.Dump(t)}
+	lwps := [][]uint64{s.ThreadIDs(t)}
 
 	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-q", "-follow", "connect", s.Srv.Addr}, out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"-q", "-threads", "-follow", "connect", s.Srv.Addr}, out, io.Discard)
+	}()
 	header := "OpenMP runtime:"
 	waitFor := func(n int) {
 		t.Helper()
@@ -118,6 +122,7 @@ func TestConnectFollow(t *testing.T) {
 		}
 	}
 	waitFor(1)
+	s.Unchanged(t, st1, bps1)
 
 	// The user goes on to the end of a region (libomp's functions are
 	// not in Delve's list: break at the symbol's address).
@@ -128,8 +133,14 @@ func TestConnectFollow(t *testing.T) {
 	tgt.Close()
 	_, err = s.User.CreateBreakpoint(&api.Breakpoint{Addr: pe})
 	require.NoError(t, err)
-	s.Continue(t)
+	st2 := s.Continue(t)
+	// As soon as the user has the stop (connect may be reading already).
+	bps2, err := s.User.ListBreakpoints(false)
+	require.NoError(t, err)
+	dumps = append(dumps, s.Dump(t))
+	lwps = append(lwps, s.ThreadIDs(t))
 	waitFor(2)
+	s.Unchanged(t, st2, bps2)
 
 	// And on to the program's end: connect -follow ends with it.
 	bps, err := s.User.ListBreakpoints(false)
@@ -147,4 +158,25 @@ func TestConnectFollow(t *testing.T) {
 		t.Fatal("connect -follow did not end with the program")
 	}
 	assert.Equal(t, 2, strings.Count(out.String(), header), "one state per stop")
+
+	got := out.String()
+	second := strings.Index(got[1:], header) + 1
+	blocks := []string{got[:second], got[second:]}
+	for i, dump := range dumps {
+		code, want, errOut := execTool(ctx, "-q", "-threads", "core", s.Exe, dump)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, want, blocks[i], "stop %d: connect -follow prints what core prints for dlv's dump", i+1)
+		assert.Equal(t, lwps[i], printedLWPs(blocks[i]), "stop %d: the threads dlv lists", i+1)
+	}
+}
+
+// printedLWPs returns the LWPs of the -threads table of out, sorted.
+func printedLWPs(out string) []uint64 {
+	var ids []uint64
+	for _, m := range regexp.MustCompile(`(?m)^  gtid \d+\s+lwp (\d+) `).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		ids = append(ids, n)
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +143,36 @@ func (s *Session) Unchanged(t testing.TB, before *api.DebuggerState, bps []*api.
 		require.Equal(t, b.Addr, n.Addr, "breakpoint %d address", b.ID)
 		require.Equal(t, b.TotalHitCount, n.TotalHitCount, "breakpoint %d hit count", b.ID)
 	}
+}
+
+// Dump has the server write a core of the program at its current stop
+// with dlv's "dump" command, as the user would, into a file of the test,
+// and returns its path.
+func (s *Session) Dump(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dlv.core")
+	_, err := s.User.CoreDumpStart(path)
+	require.NoError(t, err, "dlv dump")
+	deadline := time.Now().Add(3 * time.Minute)
+	var ds api.DumpState
+	for ds = s.User.CoreDumpWait(1000); ds.Dumping && !ds.AllDone; ds = s.User.CoreDumpWait(1000) {
+		require.True(t, time.Now().Before(deadline), "dlv dump did not end")
+	}
+	require.Empty(t, ds.Err, "dlv dump")
+	return path
+}
+
+// ThreadIDs returns the LWPs of the program's threads as the user's dlv
+// lists them in its state at the current stop, sorted.
+func (s *Session) ThreadIDs(t testing.TB) []uint64 {
+	t.Helper()
+	st, err := s.User.GetState()
+	require.NoError(t, err)
+	require.False(t, st.Running, "stopped")
+	ids := make([]uint64, 0, len(st.Threads))
+	for _, th := range st.Threads {
+		ids = append(ids, uint64(th.ID))
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/ompd-go/ompd"
@@ -172,7 +173,16 @@ func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
 		if t.NumTeams > 1 {
 			state += fmt.Sprintf("  (team %d of %d)", t.TeamNum, t.NumTeams)
 		}
-		fmt.Fprintf(w, "  gtid %-4d lwp %-8d thread_num %-4d %s\n", t.GTID, t.LWP, t.Num, state)
+		// A thread the runtime is still starting has no LWP and no
+		// thread number yet: "-", not a made-up 0.
+		lwp, num := "-", "-"
+		if t.LWP != 0 {
+			lwp = strconv.FormatUint(t.LWP, 10)
+		}
+		if !t.Starting {
+			num = strconv.Itoa(t.Num)
+		}
+		fmt.Fprintf(w, "  gtid %-4d lwp %-8s thread_num %-4s %s\n", t.GTID, lwp, num, state)
 	}
 }
 

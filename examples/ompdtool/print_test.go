@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd"
+	"github.com/ompd-go/ompd/internal/summary"
+)
+
+// TestPrintStarting: a thread the runtime is still starting (no pthread
+// id, so no LWP, and no thread number yet; the snapshot holds zeros for
+// them, as target/delve's TestThreadStarting sees on a real runtime) is
+// printed as starting, with "-" for its LWP and thread number in the
+// -threads table, never as "lwp 0 ... thread_num 0".
+func TestPrintStarting(t *testing.T) {
+	s := &ompd.Snapshot{
+		Runtime: "LLVM libomp", OpenMPVersion: 201811, LayoutSource: "DWARF", StateTracking: true,
+		Threads: []ompd.ThreadSnapshot{
+			{ID: "thread/0@0x1000", GTID: 0, LWP: 4242, Pthread: 0x7f00, State: "work_serial"},
+			{ID: "thread/1@0x2000", GTID: 1, Starting: true, State: "overhead"},
+		},
+		Errors: []string{"thread/1@0x2000 thread num: starting"},
+	}
+	var b bytes.Buffer
+	require.NoError(t, printText(&b, s, summary.Of(0, s, summary.Options{}), view{threads: true}))
+	out := b.String()
+	t.Log(out)
+	assert.Contains(t, out, "  gtid 0    lwp 4242     thread_num 0    work_serial\n")
+	assert.Contains(t, out, "  gtid 1    lwp -        thread_num -    starting\n")
+	assert.Contains(t, out, "Thread gtid 1 (starting: no pthread id yet):")
+	assert.NotContains(t, out, "lwp 0 ")
+	assert.NotContains(t, out, "pthread 0x0")
+}

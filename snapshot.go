@@ -1,8 +1,11 @@
 package ompd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,7 +75,9 @@ type ThreadSnapshot struct {
 	// has not recorded its pthread id yet.
 	Starting bool `json:"starting,omitempty"`
 	// TeamNum and NumTeams place the thread in a host teams league
-	// (omp_get_team_num, omp_get_num_teams); zero outside any.
+	// (omp_get_team_num, omp_get_num_teams); zero outside any. In JSON
+	// both are present inside a league (team_num even when 0) and absent
+	// outside any (see MarshalJSON).
 	TeamNum  int `json:"team_num,omitempty"`
 	NumTeams int `json:"num_teams,omitempty"`
 	// State is the thread's state name (Thread.State), "" when the
@@ -93,6 +98,26 @@ type ThreadSnapshot struct {
 	// StackEnd says why the backtrace stopped before the thread's
 	// outermost frame, "" if it did not (or was not taken).
 	StackEnd string `json:"stack_end,omitempty"`
+}
+
+// MarshalJSON encodes t with the field tags, except that team_num is
+// present whenever num_teams is: a thread of team 0 of a league says so,
+// rather than looking like a thread outside any league.
+func (t ThreadSnapshot) MarshalJSON() ([]byte, error) {
+	type plain ThreadSnapshot // without this method
+	b, err := json.Marshal(plain(t))
+	if err != nil || t.NumTeams <= 0 || t.TeamNum != 0 {
+		return b, err
+	}
+	// team_num, omitted as empty, goes where the field order puts it:
+	// just before num_teams. The first `"num_teams":` is that key, as
+	// quotes inside the string values before it are escaped.
+	const key = `"num_teams":`
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return b, nil
+	}
+	return slices.Concat(b[:i], []byte(`"team_num":0,`), b[i:]), nil
 }
 
 // ParallelSnapshot is one region of a thread's region nest.

@@ -2,7 +2,10 @@ package ompd_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -157,4 +160,34 @@ func TestFakeConcurrent(t *testing.T) {
 			assert.Equal(t, want, got, "goroutine %d", g)
 		}
 	})
+}
+
+// TestThreadSnapshotJSONTeams: team_num is in the JSON of every thread of
+// a league, team 0's included, and absent (with num_teams) outside any;
+// the JSON decodes back to the same values.
+func TestThreadSnapshotJSONTeams(t *testing.T) {
+	for _, c := range []struct {
+		ts   ompd.ThreadSnapshot
+		want string // what the JSON holds of the league
+	}{
+		{ompd.ThreadSnapshot{ID: `a "num_teams": b`, GTID: 1, NumTeams: 2}, `"team_num":0,"num_teams":2,`},
+		{ompd.ThreadSnapshot{GTID: 2, TeamNum: 1, NumTeams: 2}, `"team_num":1,"num_teams":2,`},
+		{ompd.ThreadSnapshot{GTID: 3}, ""},
+	} {
+		b, err := json.Marshal(c.ts)
+		require.NoError(t, err)
+		if c.want == "" {
+			assert.NotContains(t, string(b), "team")
+		} else {
+			assert.Equal(t, 1, strings.Count(string(b), c.want), "%s", b)
+			assert.Equal(t, 1, strings.Count(string(b), `"team_num"`), "%s", b)
+		}
+		var back ompd.ThreadSnapshot
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, c.ts, back)
+		// Inside a snapshot, indented, too.
+		b, err = json.MarshalIndent(ompd.Snapshot{Threads: []ompd.ThreadSnapshot{c.ts}}, "", "  ")
+		require.NoError(t, err)
+		assert.Equal(t, c.want != "", strings.Contains(string(b), `"team_num": `+strconv.Itoa(c.ts.TeamNum)), "%s", b)
+	}
 }

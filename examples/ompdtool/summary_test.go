@@ -145,6 +145,28 @@ func TestTeamsAndIdle(t *testing.T) {
 	}
 	assert.Contains(t, out, "4 threads in 2 groups:")
 
+	// In JSON every thread of the league has its team number, team 0's
+	// too, and the number of teams.
+	code, out, errOut = execTool(context.Background(), "-json", "core", teams.Exe, teams.Core)
+	require.Equal(t, 0, code, errOut)
+	var snap struct {
+		Threads []map[string]any `json:"threads"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &snap))
+	require.Len(t, snap.Threads, len(teams.Truth.Threads))
+	zero := 0
+	for _, th := range snap.Threads {
+		lwp := int(th["lwp"].(float64))
+		n, ok := teams.Truth.TeamNum(lwp)
+		require.True(t, ok, "lwp %d in the league", lwp)
+		assert.Equal(t, float64(n), th["team_num"], "lwp %d: team_num", lwp)
+		assert.Equal(t, float64(2), th["num_teams"], "lwp %d: num_teams", lwp)
+		if n == 0 {
+			zero++
+		}
+	}
+	assert.Positive(t, zero, "threads of team 0")
+
 	idle := fixtures.Core(t, fixtures.Idle)
 	code, out, errOut = execTool(context.Background(), "core", idle.Exe, idle.Core)
 	require.Equal(t, 0, code, errOut)

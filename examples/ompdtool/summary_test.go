@@ -143,7 +143,9 @@ func TestTeamsAndIdle(t *testing.T) {
 		n, _ := teams.Truth.TeamNum(th.TID)
 		assert.Regexp(t, fmt.Sprintf(`lwp %-8d thread_num %-4d .*\(team %d of 2\)`, th.TID, th.ThreadNum, n), out)
 	}
-	assert.Contains(t, out, "4 threads in 2 groups:")
+	// Teams apart: the same state in team 0 and team 1 is two groups.
+	assert.Contains(t, out, "4 threads in 4 groups:")
+	assert.Regexp(t, `  1 thread overhead in .*, level 1, team of 2; host team 0 of 2\n`, out)
 
 	// In JSON every thread of the league has its team number, team 0's
 	// too, and the number of teams.

@@ -67,11 +67,21 @@ type Key struct {
 	// a thread the runtime has not finished starting, or "" when the
 	// runtime does not track states.
 	State string `json:"state,omitempty"`
+	// League places the threads in a team of a host teams league; nil
+	// outside any. Threads of different teams are different groups.
+	League *League `json:"league,omitempty"`
 	// Regions is the nest of parallel regions, innermost first.
 	Regions []Region `json:"regions"`
 	// Stack is the innermost function names of the thread's call stack
 	// (innermost first), when a backtrace was taken.
 	Stack []string `json:"stack,omitempty"`
+}
+
+// League is a team of a host teams league, as omp_get_team_num and
+// omp_get_num_teams give them.
+type League struct {
+	TeamNum  int `json:"team_num"`
+	NumTeams int `json:"num_teams"`
 }
 
 // Region is one parallel region of a group's nest. Threads of different
@@ -90,6 +100,12 @@ type Region struct {
 func (k Key) id() string {
 	b := make([]byte, 0, 128)
 	b = append(b, k.State...)
+	if k.League != nil {
+		b = append(b, 2)
+		b = strconv.AppendInt(b, int64(k.League.TeamNum), 10)
+		b = append(b, 1)
+		b = strconv.AppendInt(b, int64(k.League.NumTeams), 10)
+	}
 	for _, r := range k.Regions {
 		b = append(b, 0)
 		b = strconv.AppendInt(b, int64(r.Level), 10)
@@ -123,6 +139,9 @@ func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
 	k := Key{State: t.State}
 	if t.Starting {
 		k.State = "starting"
+	}
+	if t.NumTeams > 0 {
+		k.League = &League{TeamNum: t.TeamNum, NumTeams: t.NumTeams}
 	}
 	if opts.Stack != nil {
 		k.Stack = opts.Stack(t)
@@ -215,7 +234,8 @@ func build(total int, ranks Ranges, groups map[string]*Group) *Summary {
 
 // Describe writes what a group's threads do in one line, as
 // "wait_barrier_implicit in main.omp_outlined, level 1, team of 256",
-// outer regions after the innermost one ("; in f, level 1, team of 3").
+// outer regions after the innermost one ("; in f, level 1, team of 3"),
+// then the host team ("; host team 1 of 2").
 func (k Key) Describe() string {
 	var b strings.Builder
 	if k.State != "" {
@@ -243,6 +263,9 @@ func (k Key) Describe() string {
 	}
 	if active == 0 {
 		b.WriteString(", serial")
+	}
+	if k.League != nil {
+		fmt.Fprintf(&b, "; host team %d of %d", k.League.TeamNum, k.League.NumTeams)
 	}
 	if len(k.Stack) > 0 {
 		b.WriteString("; stack " + strings.Join(k.Stack, " < "))

@@ -221,3 +221,39 @@ func TestStartingGroup(t *testing.T) {
 	assert.Equal(t, "1-2", sum.Groups[0].GTIDs.String())
 	assert.Equal(t, "starting, serial", sum.Groups[0].Describe())
 }
+
+// TestLeagueGroups: threads doing the same in different teams of a host
+// teams league are different groups (team 0 included), and the league
+// survives JSON and merging.
+func TestLeagueGroups(t *testing.T) {
+	region := []ompd.ParallelSnapshot{{Level: 1, NumThreads: 2, Function: "f"}, {Level: 0, NumThreads: 1}}
+	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
+		{GTID: 0, State: "overhead", TeamNum: 0, NumTeams: 2, Parallel: region},
+		{GTID: 9, State: "overhead", TeamNum: 1, NumTeams: 2, Parallel: region},
+		{GTID: 10, State: "overhead", TeamNum: 0, NumTeams: 2, Parallel: region},
+		{GTID: 12, State: "overhead", Parallel: region},
+	}}
+	sum := summary.Of(0, s, summary.Options{})
+	require.Len(t, sum.Groups, 3)
+	byGTIDs := map[string]summary.Group{}
+	for _, g := range sum.Groups {
+		byGTIDs[g.GTIDs.String()] = g
+	}
+	require.Contains(t, byGTIDs, "0,10")
+	assert.Equal(t, &summary.League{TeamNum: 0, NumTeams: 2}, byGTIDs["0,10"].League)
+	assert.Equal(t, "overhead in f, level 1, team of 2; host team 0 of 2", byGTIDs["0,10"].Describe())
+	require.Contains(t, byGTIDs, "9")
+	assert.Equal(t, "overhead in f, level 1, team of 2; host team 1 of 2", byGTIDs["9"].Describe())
+	require.Contains(t, byGTIDs, "12")
+	assert.Nil(t, byGTIDs["12"].League)
+
+	b, err := json.Marshal(sum)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"league":{"team_num":0,"num_teams":2}`)
+	var back summary.Summary
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, sum, &back)
+	m := summary.Merge(sum, summary.Of(1, s, summary.Options{}))
+	require.Len(t, m.Groups, 3)
+	assert.Equal(t, 4, m.Groups[0].Threads, "team 0's threads of both ranks")
+}

@@ -3,6 +3,7 @@ package ompd
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/errjoin"
@@ -20,6 +21,9 @@ type AddressSpace struct {
 	// refreshed is set by the first Refresh: until then every handle
 	// was made from the memory read now (see unchanged).
 	refreshed atomic.Bool
+
+	icvsOnce sync.Once
+	icvs     [icvEnd]bool // the ICVs the runtime has (hasICV)
 }
 
 // Open detects the OpenMP runtime in t (LLVM's libomp or GCC's libgomp),

@@ -16,10 +16,13 @@ func TestConstantsMatchTheBoundary(t *testing.T) {
 	// The scopes are ompd_scope_t's values; the ICV ids libompd 19's.
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, []int{int(ompd.ScopeGlobal), int(ompd.ScopeAddressSpace),
 		int(ompd.ScopeThread), int(ompd.ScopeParallel), int(ompd.ScopeImplicitTask), int(ompd.ScopeTask)})
-	assert.Len(t, ompd.AllICVs(), 30)
+	assert.Len(t, ompd.AllICVs(), 32)
 	assert.Equal(t, 1, int(ompd.ICVDynVar))
 	assert.Equal(t, 7, int(ompd.ICVNthreadsVar))
 	assert.Equal(t, 30, int(ompd.ICVOMPDTeamSizeVar))
+	// OpenMP 5.1's teams ICVs, which libompd 19 does not know, follow.
+	assert.Equal(t, 31, int(ompd.ICVNteamsVar))
+	assert.Equal(t, 32, int(ompd.ICVTeamsThreadLimitVar))
 	for want, got := range map[omprt.LayoutSource]ompd.LayoutSource{
 		omprt.LayoutOMPDTables: ompd.LayoutOMPDTables, omprt.LayoutDWARF: ompd.LayoutDWARF,
 		omprt.LayoutKnownTable: ompd.LayoutKnownTable,

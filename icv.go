@@ -23,12 +23,13 @@ const (
 )
 
 // ICV identifies an internal control variable (ompd_icv_id_t). The ids and
-// names are those of LLVM's libompd 19, in its order, so ids can be passed
-// between the two.
+// names of 1 to 30 are those of LLVM's libompd 19, in its order, so ids
+// can be passed between the two; later ids are ICVs libompd does not know.
 type ICV int
 
-// The ICVs, in libompd's enumeration order (ids 1 to 30). Their ids,
-// names and scopes are defined once, at the boundary to the runtimes.
+// The ICVs, in libompd's enumeration order (ids 1 to 30), then OpenMP
+// 5.1's teams ICVs. Their ids, names and scopes are defined once, at the
+// boundary to the runtimes.
 const (
 	ICVDynVar              ICV = omprt.ICVDynVar
 	ICVRunSchedVar         ICV = omprt.ICVRunSchedVar
@@ -60,6 +61,15 @@ const (
 	ICVOMPDImplicitTaskVar ICV = omprt.ICVOMPDImplicitTaskVar
 	ICVTeamSizeVar         ICV = omprt.ICVTeamSizeVar
 	ICVOMPDTeamSizeVar     ICV = omprt.ICVOMPDTeamSizeVar
+	// ICVNteamsVar is nteams-var, what omp_get_max_teams returns: the
+	// number of teams a teams construct without num_teams asks for (0:
+	// the runtime chooses). Address-space scope (OpenMP's device scope).
+	ICVNteamsVar ICV = omprt.ICVNteamsVar
+	// ICVTeamsThreadLimitVar is teams-thread-limit-var, what
+	// omp_get_teams_thread_limit returns: the thread limit of each team of
+	// a teams construct without thread_limit (0: the runtime chooses).
+	// Address-space scope (OpenMP's device scope).
+	ICVTeamsThreadLimitVar ICV = omprt.ICVTeamsThreadLimitVar
 
 	icvEnd ICV = omprt.ICVEnd // one past the last
 )
@@ -128,7 +138,9 @@ func ICVByName(name string) (ICV, bool) {
 }
 
 // ICVs enumerates the ICVs this address space's runtime has
-// (ompd_enumerate_icvs): every ICV of AllICVs for LLVM's runtime.
+// (ompd_enumerate_icvs): every ICV of AllICVs for LLVM's runtime (the
+// teams ICVs from LLVM 12 on). Reading one the runtime does not have
+// gives an error matching ErrUnsupported.
 func (as *AddressSpace) ICVs() []ICV {
 	ids := as.rt.ICVs()
 	out := make([]ICV, len(ids))
@@ -193,7 +205,22 @@ func (as *AddressSpace) icv(sc omprt.ScopeRef, id ICV) (omprt.Value, error) {
 	if err := as.checkHandle(ScopeKind(sc.Kind)); err != nil {
 		return omprt.Value{}, err
 	}
+	if !as.hasICV(id) {
+		return omprt.Value{}, errorf(ErrUnsupported, "ICV %s: not among the ICVs read from %s (AddressSpace.ICVs)", id, as.rt.Info().Name)
+	}
 	return as.rt.ICV(sc, omprt.ICV(id))
+}
+
+// hasICV says whether the runtime has ICV id (is in as.ICVs).
+func (as *AddressSpace) hasICV(id ICV) bool {
+	as.icvsOnce.Do(func() {
+		for _, i := range as.rt.ICVs() {
+			if i > 0 && ICV(i) < icvEnd {
+				as.icvs[i] = true
+			}
+		}
+	})
+	return as.icvs[id]
 }
 
 // icvInt is the integer value of an ICV, as Scope.ICV documents it.

@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -46,6 +47,8 @@ func TestFakeICVs(t *testing.T) {
 			{as, ompd.ICVToolVerboseInitVar, 0, "disabled", ompd.ErrIncompatible},
 			{as, ompd.ICVNumProcsVar, 8, "8", nil},
 			{as, ompd.ICVOMPDNumProcsVar, 8, "8", nil},
+			{as, ompd.ICVNteamsVar, 2, "2", nil},
+			{as, ompd.ICVTeamsThreadLimitVar, 6, "6", nil},
 
 			// Thread 2 runs task B at level 5: no list beyond its own value.
 			{t2, ompd.ICVDynVar, 1, "1", nil},
@@ -226,5 +229,32 @@ func TestFakeICVsNotSet(t *testing.T) {
 		_, err = as.ThreadByOSThread(ompd.LWPID, s.Foreign.ID)
 		assert.ErrorIs(t, err, ompd.ErrUnavailable)
 		assert.ErrorContains(t, err, fmt.Sprintf("OS thread lwp %d is not an OpenMP thread", s.Foreign.ID))
+	})
+}
+
+// TestFakeTeamsICVsOldRuntime: a runtime without __kmp_nteams and
+// __kmp_teams_thread_limit (LLVM before 12) does not list the teams ICVs
+// and answers ErrUnsupported for them; the snapshot has no error for them.
+func TestFakeTeamsICVsOldRuntime(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s := fakeruntime.Nested(cfg)
+		s.RT.DropSymbol("__kmp_nteams")
+		s.RT.DropSymbol("__kmp_teams_thread_limit")
+		as, err := ompd.Open(s.T)
+		require.NoError(t, err)
+		defer as.Close()
+		assert.Len(t, as.ICVs(), len(ompd.AllICVs())-2)
+		for _, id := range []ompd.ICV{ompd.ICVNteamsVar, ompd.ICVTeamsThreadLimitVar} {
+			assert.NotContains(t, as.ICVs(), id)
+			_, err := as.ICV(id)
+			assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
+			_, err = as.ICVString(id)
+			assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
+		}
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		for _, e := range snap.Errors {
+			assert.NotContains(t, e, "teams")
+		}
 	})
 }

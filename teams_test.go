@@ -3,6 +3,7 @@ package ompd_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -231,4 +232,67 @@ func TestHostTeamsBody(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, waiting, "one worker per team waits for the first parallel region")
+}
+
+// TestTeamsICVs reads OpenMP 5.1's teams ICVs, nteams-var and
+// teams-thread-limit-var, which the teams fixture set (omp_set_num_teams,
+// omp_set_teams_thread_limit) to values no default has, and compares them
+// with what omp_get_max_teams and omp_get_teams_thread_limit returned.
+// They are address-space ICVs (OpenMP's device scope), listed by ICVs,
+// found by name, in the snapshot, and refused at other scopes.
+func TestTeamsICVs(t *testing.T) {
+	fixtures.Runtime(t)
+	stop := fixtures.Core(t, fixtures.Teams)
+	truth := stop.Truth
+	require.Positive(t, truth.MaxTeams, "the fixture recorded omp_get_max_teams()")
+	require.Positive(t, truth.TeamsThreadLimit, "the fixture recorded omp_get_teams_thread_limit()")
+	as := openStop(t, stop)
+	assert.Contains(t, as.ICVs(), ompd.ICVNteamsVar)
+	assert.Contains(t, as.ICVs(), ompd.ICVTeamsThreadLimitVar)
+	for id, want := range map[ompd.ICV]int64{ompd.ICVNteamsVar: int64(truth.MaxTeams), ompd.ICVTeamsThreadLimitVar: int64(truth.TeamsThreadLimit)} {
+		assert.Equal(t, ompd.ScopeAddressSpace, id.Scope())
+		byName, ok := ompd.ICVByName(id.Name())
+		assert.True(t, ok)
+		assert.Equal(t, id, byName)
+		v, err := as.ICV(id)
+		require.NoError(t, err, "%v", id)
+		assert.Equal(t, want, v, "%v", id)
+		s, err := as.ICVString(id)
+		require.NoError(t, err)
+		assert.Equal(t, strconv.FormatInt(want, 10), s)
+		th, err := as.Threads()
+		require.NoError(t, err)
+		_, err = th[0].ICV(id)
+		assert.ErrorIs(t, err, ompd.ErrBadInput, "%v is not a thread ICV", id)
+	}
+	snap, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: "nteams-var", Scope: "address_space", Value: strconv.FormatInt(int64(truth.MaxTeams), 10)})
+	assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: "teams-thread-limit-var", Scope: "address_space", Value: strconv.FormatInt(int64(truth.TeamsThreadLimit), 10)})
+}
+
+// TestTeamsICVsGomp: the teams ICVs are not read from libgomp (GCC 12 and
+// later keep them in gomp_nteams_var and gomp_teams_thread_limit_var,
+// which internal/gomp does not read yet): not listed, and an error
+// matching ErrUnsupported, not a wrong value or ErrBadInput.
+func TestTeamsICVsGomp(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Nested)
+	c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+	require.NoError(t, err)
+	defer c.Close()
+	as, err := ompd.Open(c)
+	require.NoError(t, err)
+	defer as.Close()
+	for _, id := range []ompd.ICV{ompd.ICVNteamsVar, ompd.ICVTeamsThreadLimitVar} {
+		assert.NotContains(t, as.ICVs(), id)
+		_, err := as.ICV(id)
+		assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
+		_, err = as.ICVString(id)
+		assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
+	}
+	snap, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	for _, e := range snap.Errors {
+		assert.NotContains(t, e, "teams", "no error line for an ICV the runtime does not list")
+	}
 }

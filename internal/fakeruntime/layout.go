@@ -307,6 +307,8 @@ func globalDefs(l *Layout) []global {
 		{"__kmp_tool_libraries", p, true},
 		{"__kmp_tool_verbose_init", p, true},
 		{"__kmp_tool", 4, true},
+		{"__kmp_nteams", 4, true},
+		{"__kmp_teams_thread_limit", 4, true},
 		{"ompd_state", 8, true},
 		{"ompd_env_block", p, false},
 		{"ompd_env_block_size", 8, false}, // ompd_size_t: uint64_t on every target

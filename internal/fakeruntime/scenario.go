@@ -121,6 +121,9 @@ func Nested(cfg Config) *Scenario {
 	rt.SetStringGlobal("__kmp_tool_verbose_init", "disabled")
 	rt.SetGlobal("__kmp_omp_cancellation", 1)
 	rt.SetGlobal("__kmp_max_task_priority", 7)
+	// omp_set_num_teams(2), omp_set_teams_thread_limit(6).
+	rt.SetGlobal("__kmp_nteams", 2)
+	rt.SetGlobal("__kmp_teams_thread_limit", 6)
 	rt.SetGlobal("__kmp_display_affinity", 1)
 	rt.SetGlobal("__kmp_stksize", 4<<20)
 	rt.SetGlobal("__kmp_cg_max_nth", 64)

@@ -1,13 +1,16 @@
 package kmp
 
 import (
+	"errors"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
-// icvs is every ICV: LLVM's runtime has them all.
+// icvs is every ICV: LLVM's runtime has them all (the teams ICVs from
+// LLVM 12 on).
 var icvs = func() []omprt.ICV {
 	out := make([]omprt.ICV, 0, omprt.ICVEnd-1)
 	for i := omprt.ICV(1); i < omprt.ICVEnd; i++ {
@@ -16,8 +19,29 @@ var icvs = func() []omprt.ICV {
 	return out
 }()
 
-// ICVs lists the ICVs: all of them.
-func (rt *Runtime) ICVs() []omprt.ICV { return append([]omprt.ICV(nil), icvs...) }
+// teamsICVs are OpenMP 5.1's teams ICVs and the runtime variables that
+// hold them (kmp_global.cpp; set from OMP_NUM_TEAMS and
+// OMP_TEAMS_THREAD_LIMIT, or omp_set_num_teams and
+// omp_set_teams_thread_limit; 0 lets the runtime choose).
+var teamsICVs = map[omprt.ICV]string{
+	omprt.ICVNteamsVar:           "__kmp_nteams",
+	omprt.ICVTeamsThreadLimitVar: "__kmp_teams_thread_limit",
+}
+
+// ICVs lists the ICVs: all of them, but the teams ICVs only if the
+// runtime has their variables (LLVM 12 and later).
+func (rt *Runtime) ICVs() []omprt.ICV {
+	out := make([]omprt.ICV, 0, len(icvs))
+	for _, id := range icvs {
+		if name, ok := teamsICVs[id]; ok {
+			if _, err := rt.sym(name); err != nil {
+				continue
+			}
+		}
+		out = append(out, id)
+	}
+	return out
+}
 
 func intValue(v int64, err error) (omprt.Value, error) {
 	if err != nil {
@@ -140,6 +164,12 @@ func (s *stop) addressSpaceICV(id omprt.ICV) (omprt.Value, error) {
 	case omprt.ICVNumProcsVar, omprt.ICVOMPDNumProcsVar:
 		n, err := rt.NumProcs()
 		return intValue(int64(n), err)
+	case omprt.ICVNteamsVar, omprt.ICVTeamsThreadLimitVar:
+		name := teamsICVs[id]
+		if _, err := rt.sym(name); errors.Is(err, target.ErrNotFound) {
+			return omprt.Value{}, wrapErr(omprt.ErrUnsupported, err, "%s: this runtime has no %s (LLVM 12 and later have it)", omprt.ICVTable[id].Name, name)
+		}
+		return intValue(rt.global(name, 4, true))
 	case omprt.ICVAffinityFormatVar:
 		return str("__kmp_affinity_format")
 	case omprt.ICVToolLibrariesVar:

@@ -17,7 +17,8 @@ const (
 
 // ICV identifies an internal control variable; the values are package
 // ompd's ICV ids. Ids 1 to 30 are LLVM's libompd 19 enumeration, in its
-// order; ids a runtime adds (ICVs libompd does not know) follow.
+// order; ICVs libompd does not know follow (31 and 32: OpenMP 5.1's
+// teams ICVs).
 type ICV int
 
 // The ICVs, in libompd's enumeration order. They are untyped so that
@@ -54,6 +55,12 @@ const (
 	ICVOMPDImplicitTaskVar
 	ICVTeamSizeVar
 	ICVOMPDTeamSizeVar
+	// ICVNteamsVar (nteams-var, omp_get_max_teams) and
+	// ICVTeamsThreadLimitVar (teams-thread-limit-var,
+	// omp_get_teams_thread_limit) are OpenMP 5.1's, of device scope (the
+	// address space's here); libompd 19 has no ids for them.
+	ICVNteamsVar
+	ICVTeamsThreadLimitVar
 	// ICVEnd is one past the last id.
 	ICVEnd
 )
@@ -97,6 +104,8 @@ var ICVTable = [ICVEnd]ICVInfo{
 	ICVOMPDImplicitTaskVar: {"ompd-implicit-task-var", ScopeTask},
 	ICVTeamSizeVar:         {"team-size-var", ScopeParallel},
 	ICVOMPDTeamSizeVar:     {"ompd-team-size-var", ScopeParallel},
+	ICVNteamsVar:           {"nteams-var", ScopeAddressSpace},
+	ICVTeamsThreadLimitVar: {"teams-thread-limit-var", ScopeAddressSpace},
 }
 
 // ICVBatch is implemented by runtimes that read several ICVs of one scope

@@ -194,7 +194,7 @@ func TestIdleHotTeam(t *testing.T) {
 // region, nothing enclosing it), runs the body's implicit task (generated
 // by the league's task of the team), and the workers the runtime already
 // forked for the teams' parallel regions wait in their first fork barrier:
-// no thread number or task yet, in their primary's region. Nothing reads
+// no thread number, task or ICVs yet, in their primary's region. Nothing reads
 // as inconsistent memory.
 func TestHostTeamsBody(t *testing.T) {
 	fixtures.Runtime(t)
@@ -228,6 +228,17 @@ func TestHostTeamsBody(t *testing.T) {
 		if errors.Is(err, ompd.ErrUnavailable) {
 			waiting++
 			_, err = th.CurrentTask()
+			assert.ErrorIs(t, err, ompd.ErrUnavailable)
+			// Before its first fork barrier the worker's ICVs are not
+			// set (its task's copy is zero): unavailable, saying why,
+			// not nthreads-var 0 or an empty schedule.
+			for _, id := range []ompd.ICV{ompd.ICVNthreadsVar, ompd.ICVDynVar, ompd.ICVDefaultDeviceVar} {
+				_, err = th.ICV(id)
+				assert.ErrorIs(t, err, ompd.ErrUnavailable, "%v of a waiting worker", id)
+				_, err = th.ICVString(id)
+				assert.ErrorIs(t, err, ompd.ErrUnavailable, "%v of a waiting worker", id)
+			}
+			_, err = th.MaxThreads()
 			assert.ErrorIs(t, err, ompd.ErrUnavailable)
 		}
 	}

@@ -18,7 +18,8 @@ import (
 // thread, so it has no pthread id (ds_thread 0). Deterministic: only the
 // creating thread runs, and the breakpoint is before pthread_create. The
 // thread is listed, marked starting, and every answer the runtime has no
-// value for yet is ErrUnavailable saying why.
+// value for yet is ErrUnavailable saying why. Earlier still, in the
+// runtime's serial initialization, NumProcs is ErrUnavailable too.
 func TestThreadStarting(t *testing.T) {
 	r := newRun(t, fixtures.Idle)
 	p := r.launch(t)
@@ -26,6 +27,14 @@ func TestThreadStarting(t *testing.T) {
 	as, err := p.OpenRuntime(ctx) // the runtime's OMPD support is ready
 	require.NoError(t, err)
 	defer as.Close()
+	// Stopped in the runtime's serial initialization (ompd_init): it
+	// has not counted the processors yet (its middle initialization
+	// does), so there is no number to give, not 0.
+	_, err = as.NumProcs()
+	assert.ErrorIs(t, err, ompd.ErrUnavailable)
+	assert.ErrorContains(t, err, "processors")
+	_, err = as.ICV(ompd.ICVNumProcsVar)
+	assert.ErrorIs(t, err, ompd.ErrUnavailable)
 
 	// The first call registers the initial thread (its ds_thread set
 	// from pthread_self at once), the second creates worker 1.
@@ -45,6 +54,10 @@ func TestThreadStarting(t *testing.T) {
 	osThreads, err := p.Threads()
 	require.NoError(t, err)
 	assert.Len(t, osThreads, 1, "no OS thread for the worker yet")
+	// The fork's middle initialization counted them.
+	procs, err := as.NumProcs()
+	require.NoError(t, err)
+	assert.Positive(t, procs)
 
 	w := ths[1]
 	assert.Positive(t, w.GTID())

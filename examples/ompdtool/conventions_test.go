@@ -256,6 +256,29 @@ func TestLaunchDebugDir(t *testing.T) {
 	assert.Contains(t, out, "6 threads in 3 groups")
 }
 
+// TestAttachDebugDir: attach honours -debug-dir too: a process on a
+// stripped runtime is read with the debug file found there, and without
+// it (an empty -debug-dir, no debuginfod) the runtime is unreadable.
+func TestAttachDebugDir(t *testing.T) {
+	s := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantOMPD))
+	exe := fixtures.BuildWith(t, fixtures.Nested, s.RuntimeInfo)
+	dir := t.TempDir()
+	link := s.BuildIDPath(dir)
+	require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+	require.NoError(t, os.Symlink(s.DebugFile, link))
+	t.Setenv("DEBUGINFOD_URLS", "")
+	cmd := holdExe(t, exe, fixtures.Nested)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	out := runTool(t, "attach", "-debug-dir", dir, pid)
+	assert.Contains(t, out, "6 threads in 3 groups")
+
+	code, _, errOut := execTool(context.Background(), "attach", "-debug-dir", t.TempDir(), pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "libomp")
+	// Detached both times, the program still runs.
+	assert.NoError(t, cmd.Process.Signal(syscall.Signal(0)))
+}
+
 // TestFileOptions checks that the path flags become each target package's
 // options, in flag order, and that unset flags add none.
 func TestFileOptions(t *testing.T) {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,12 +32,23 @@ func execTool(ctx context.Context, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-// every flag of every mode, as -h must list them.
-var allFlags = []string{"-json", "-q", "-debug-dir", "-sysroot", "-file-map", "-threads", "-thread", "-vars", "-breakpoints", "-summary", "-env", "-break", "-follow"}
+// flagNames are the flags of a flag set, as "-name".
+func flagNames(fs *flag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "-"+f.Name) })
+	return names
+}
 
 // TestHelp: -h, --help and help print the usage on standard output, with
-// every flag, and exit 0; each mode has its own.
+// every flag (those the flag sets define, not a list kept by hand), and
+// exit 0; each mode has its own, with the flags it takes, but not
+// -sysroot and -file-map in the modes that refuse them; and where its
+// flags may go is what the parser does.
 func TestHelp(t *testing.T) {
+	var o options
+	o.init(io.Discard)
+	allFlags := flagNames(o.flagSet("", 0))
+	require.Contains(t, allFlags, "-bt-runtime")
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"help"}} {
 		code, out, errOut := execTool(context.Background(), args...)
 		assert.Equal(t, 0, code, "%v", args)
@@ -52,9 +66,23 @@ func TestHelp(t *testing.T) {
 			assert.Equal(t, 0, code, "%v", args)
 			assert.True(t, strings.HasPrefix(out, "usage: ompdtool "+md.synopsis), "%v: %s", args, out)
 			assert.Contains(t, out, "-debug-dir", "%v: every mode takes the debug options", args)
+			for _, f := range flagNames(o.flagSet(m, md.flags)) {
+				refused := md.live && (f == "-sysroot" || f == "-file-map")
+				assert.Equal(t, !refused, regexp.MustCompile(`(?m)^  `+f+`\b`).MatchString(out), "%v lists %s: %v", args, f, !refused)
+			}
 			assert.Equal(t, md.flags&flagsBreak != 0, strings.Contains(out, "\n  -break "), "%v: -break only where it applies", args)
+			if md.live {
+				assert.Contains(t, out, "Flags (before or after \""+m+"\", before its arguments):", "%v", args)
+			} else {
+				assert.Contains(t, out, "Flags (before or after \""+m+"\", and between its arguments up to \"--\"):", "%v", args)
+			}
 		}
 	}
+	// A live mode's flags end at its first argument (the process id,
+	// the program): after it a flag is an argument.
+	code, _, errOut := execTool(context.Background(), "attach", "1", "-json")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "want one process id, got 2 arguments")
 }
 
 // TestUsageErrors: a command line the tool cannot run exits 2 with the

@@ -269,10 +269,18 @@ func usageText(name string) string {
 	o.init(io.Discard)
 	if name != "" {
 		m := modes[name]
-		fmt.Fprintf(&b, "usage: ompdtool %s\n\n%s\n\nFlags (before or after %q):\n", m.synopsis, m.about, name)
-		fs := o.flagSet(name, m.flags)
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
+		where := fmt.Sprintf("before or after %q, and between its arguments up to \"--\"", name)
+		if m.live {
+			// parseFlags stops at a live mode's first argument: what
+			// follows is the program's (or the process id).
+			where = fmt.Sprintf("before or after %q, before its arguments", name)
+		}
+		fmt.Fprintf(&b, "usage: ompdtool %s\n\n%s\n\nFlags (%s):\n", m.synopsis, m.about, where)
+		printFlags(&b, o.flagSet(name, m.flags), func(f *flag.Flag) bool {
+			// Accepted so that check can say why they do not apply,
+			// but not offered.
+			return m.live && (f.Name == "sysroot" || f.Name == "file-map")
+		})
 		return b.String()
 	}
 	names := make([]string, 0, len(modes))
@@ -293,6 +301,19 @@ func usageText(name string) string {
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	return b.String()
+}
+
+// printFlags writes the defaults of fs as flag.PrintDefaults does, without
+// the flags hide says to leave out.
+func printFlags(w io.Writer, fs *flag.FlagSet, hide func(*flag.Flag) bool) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hide(f) {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.SetOutput(w)
+	shown.PrintDefaults()
 }
 
 func writeUsage(w io.Writer, mode string) error {

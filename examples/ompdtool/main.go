@@ -15,7 +15,10 @@
 //	ompdtool [flags] job [flags] [-sbcast] [-dot] [-depth N] JOBID
 //	ompdtool help [MODE]
 //
-// Flags go before or after the mode; "ompdtool MODE -h" lists a mode's.
+// Flags go before or after the mode, and between the mode's arguments
+// (up to "--"), except in attach, launch, events and collect, where they
+// end at the first argument (what follows belongs to the program);
+// "ompdtool MODE -h" lists a mode's.
 //
 // core reads core files of the program EXE (one per MPI rank when there are
 // several: their threads are grouped together and each group names the

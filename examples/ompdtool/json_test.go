@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,22 +38,93 @@ func checkKeys(t *testing.T, path string, v any) int {
 	return n
 }
 
-// TestJSONSchema: every key of the JSON output (snapshot, summary, job
-// summary) is snake_case, display variables and breakpoints included.
+// jsonKeys decodes every JSON value of out (one, or one a line), checks
+// their keys with checkKeys and returns the values and how many keys
+// they had.
+func jsonKeys(t *testing.T, what, out string) ([]any, int) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	var vs []any
+	n := 0
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, what)
+		vs = append(vs, v)
+		n += checkKeys(t, what, v)
+	}
+	require.NotEmpty(t, vs, what)
+	return vs, n
+}
+
+// hasKey says whether some object in v has key k.
+func hasKey(v any, k string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for kk, x := range v {
+			if kk == k || hasKey(x, k) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if hasKey(x, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestJSONSchema: every key of the JSON output is snake_case: snapshot,
+// summary, summary of several cores, backtraces (-bt: frames, their
+// inlined calls, stacks in the summary), collect's records and merged
+// classes, and merge's output (which job prints too, through the same
+// printMerged), display variables and breakpoints included.
 func TestJSONSchema(t *testing.T) {
 	fixtures.Runtime(t)
 	stop := fixtures.Core(t, fixtures.ICVs)
-	for _, args := range [][]string{
-		{"-json", "core", stop.Exe, stop.Core},
-		{"-json", "-summary", "core", stop.Exe, stop.Core},
-		{"-json", "core", stop.Exe, stop.Core, stop.Core},
+	for _, c := range []struct {
+		args []string
+		keys []string // keys that must occur somewhere
+	}{
+		{[]string{"-json", "core", stop.Exe, stop.Core}, []string{"display_vars", "breakpoints"}},
+		{[]string{"-json", "-summary", "core", stop.Exe, stop.Core}, []string{"groups"}},
+		{[]string{"-json", "core", stop.Exe, stop.Core, stop.Core}, []string{"groups", "ranks"}},
+		{[]string{"-json", "-bt", "core", stop.Exe, stop.Core}, []string{"frames", "function", "task"}},
+		{[]string{"-json", "-bt", "-bt-runtime", "core", stop.Exe, stop.Core}, []string{"frames"}},
+		{[]string{"-json", "-bt", "-summary", "core", stop.Exe, stop.Core}, []string{"stack"}},
+		{[]string{"-json", "merge", "-exe", stop.Exe, stop.Core}, []string{"summary", "groups"}},
 	} {
-		code, out, errOut := execTool(context.Background(), args...)
+		code, out, errOut := execTool(context.Background(), c.args...)
 		require.Equal(t, 0, code, errOut)
-		var v map[string]any
-		require.NoError(t, json.Unmarshal([]byte(out), &v))
-		assert.Greater(t, checkKeys(t, "", v), 10, "%v", args)
+		vs, n := jsonKeys(t, strings.Join(c.args, " "), out)
+		require.Len(t, vs, 1, "%v: one value", c.args)
+		assert.Greater(t, n, 10, "%v", c.args)
+		for _, k := range c.keys {
+			assert.True(t, hasKey(vs[0], k), "%v has %s", c.args, k)
+		}
 	}
+
+	// collect's records (a line per rank, with frames), its merged
+	// classes, and merge's output on the records.
+	cmd := holdNested(t)
+	records := runTool(t, "-q", "collect", strconv.Itoa(cmd.Process.Pid))
+	vs, _ := jsonKeys(t, "collect", records)
+	require.Len(t, vs, 1)
+	for _, k := range []string{"rank", "pid", "threads", "frames", "stack"} {
+		assert.True(t, hasKey(vs[0], k), "collect's record has %s", k)
+	}
+	_, _ = jsonKeys(t, "collect -merged", runTool(t, "-q", "collect", "-merged", strconv.Itoa(cmd.Process.Pid)))
+	file := filepath.Join(t.TempDir(), "records.json")
+	require.NoError(t, os.WriteFile(file, []byte(records), 0o644))
+	vs, _ = jsonKeys(t, "merge", runTool(t, "-q", "-json", "merge", file))
+	require.Len(t, vs, 1)
+	assert.True(t, hasKey(vs[0], "summary"))
+
 	_, out, _ := execTool(context.Background(), "-json", "core", stop.Exe, stop.Core)
 	var s struct {
 		DisplayVars []map[string]any `json:"display_vars"`

@@ -6,6 +6,8 @@ import (
 	"github.com/go-delve/delve/pkg/version"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
 // TestDelveVersionGate: the memory thread workaround runs on the Delve
@@ -23,4 +25,40 @@ func TestDelveVersionGate(t *testing.T) {
 		assert.ErrorIs(t, err, ErrDelveVersion, "%+v", v)
 		assert.ErrorContains(t, err, "memthread.md")
 	}
+}
+
+// TestDelveVersionGateLive: with a Delve version the workaround was not
+// verified with (set here in Delve's own version variable, as a program
+// linking another Delve would have it), Launch and Attach refuse to start
+// and Continue refuses to resume, each with ErrDelveVersion, leaving the
+// process stopped where it was; with the pinned version back it runs on.
+func TestDelveVersionGateLive(t *testing.T) {
+	r := newRun(t, fixtures.Nested)
+	p := r.launch(t)
+	ctx := testContext(t)
+	pinned := version.DelveVersion
+	t.Cleanup(func() { version.DelveVersion = pinned })
+	version.DelveVersion = version.Version{Major: "1", Minor: "99", Patch: "0"}
+
+	_, err := Launch([]string{r.exe}, WithEnv(r.env))
+	assert.ErrorIs(t, err, ErrDelveVersion)
+	assert.ErrorContains(t, err, "1.99.0")
+	_, err = Attach(p.Pid())
+	assert.ErrorIs(t, err, ErrDelveVersion)
+
+	before, err := p.Threads()
+	require.NoError(t, err)
+	err = p.Continue(ctx)
+	assert.ErrorIs(t, err, ErrDelveVersion)
+	assert.ErrorContains(t, err, "memthread.md")
+	_, err = p.RunToFunction(ctx, "stopme")
+	assert.ErrorIs(t, err, ErrDelveVersion)
+	after, err := p.Threads()
+	require.NoError(t, err, "the process is still there, stopped")
+	assert.Equal(t, before, after, "not resumed: still at its entry, one thread")
+
+	version.DelveVersion = pinned
+	stops, err := p.RunToFunction(ctx, "stopme")
+	require.NoError(t, err)
+	assert.NotEmpty(t, stops)
 }

@@ -137,9 +137,11 @@ func TestConnectFollow(t *testing.T) {
 	// As soon as the user has the stop (connect may be reading already).
 	bps2, err := s.User.ListBreakpoints(false)
 	require.NoError(t, err)
+	// Dump once connect has read this stop (it prints after reading):
+	// while dlv dumps, its server holds the target and reads wait.
+	waitFor(2)
 	dumps = append(dumps, s.Dump(t))
 	lwps = append(lwps, s.ThreadIDs(t))
-	waitFor(2)
 	s.Unchanged(t, st2, bps2)
 
 	// And on to the program's end: connect -follow ends with it.

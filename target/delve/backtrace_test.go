@@ -57,28 +57,17 @@ func TestAttachBacktracesMatchGDB(t *testing.T) {
 	for _, name := range []string{fixtures.Nested, fixtures.Tasks} {
 		t.Run(name, func(t *testing.T) {
 			r := newRun(t, name)
-			cmd := startHeld(t, r)
-			gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
-
-			p, err := Attach(cmd.Process.Pid)
-			unavailable(t, err)
-			require.NoError(t, err)
-			attached := true
-			defer func() {
-				if attached {
-					_ = p.Detach(false)
-				}
-			}()
+			var gdb map[uint64][]ompdtest.GDBFrame
+			p, finish := attachHeld(t, r, func(pid int) {
+				gdb = ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(pid))
+			})
 			tr := r.truth(t)
 			as, err := ompd.Open(p)
 			require.NoError(t, err)
 			bts := ompdtest.CheckBacktraces(t, as, tr)
 			ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
 			as.Close()
-			release(t, p)
-			require.NoError(t, p.Detach(false))
-			attached = false
-			waitExit(t, cmd)
+			finish()
 		})
 	}
 }
@@ -108,18 +97,10 @@ func TestLiveBacktracesGomp(t *testing.T) {
 		for _, name := range []string{fixtures.Nested, fixtures.Tasks} {
 			t.Run(rt.name+"/"+name, func(t *testing.T) {
 				r := newRunOf(t, fixtures.BuildWith(t, name, rt.info(t)), name)
-				cmd := startHeld(t, r)
-				gdb := ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(cmd.Process.Pid))
-
-				p, err := Attach(cmd.Process.Pid)
-				unavailable(t, err)
-				require.NoError(t, err)
-				attached := true
-				defer func() {
-					if attached {
-						_ = p.Detach(false)
-					}
-				}()
+				var gdb map[uint64][]ompdtest.GDBFrame
+				p, finish := attachHeld(t, r, func(pid int) {
+					gdb = ompdtest.GDBBacktraces(t, "-p", strconv.Itoa(pid))
+				})
 				tr := r.truth(t)
 				as, err := ompd.Open(p)
 				require.NoError(t, err)
@@ -133,10 +114,7 @@ func TestLiveBacktracesGomp(t *testing.T) {
 				require.NotEmpty(t, barrier)
 				ompdtest.CompareWithGDB(t, gdb, barrier)
 				as.Close()
-				release(t, p)
-				require.NoError(t, p.Detach(false))
-				attached = false
-				waitExit(t, cmd)
+				finish()
 			})
 		}
 	}

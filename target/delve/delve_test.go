@@ -249,6 +249,34 @@ func startHeld(t testing.TB, r *run, args ...string) *exec.Cmd {
 	}
 }
 
+// attachHeld starts r's program held in stopme (startHeld), calls
+// before, if not nil, with its pid while it waits there, and attaches
+// Delve to it. finish releases the program, detaches and expects its exit
+// status 0; without finish the process is detached when the test ends.
+func attachHeld(t *testing.T, r *run, before func(pid int)) (p *Process, finish func()) {
+	t.Helper()
+	cmd := startHeld(t, r)
+	if before != nil {
+		before(cmd.Process.Pid)
+	}
+	p, err := Attach(cmd.Process.Pid)
+	unavailable(t, err)
+	require.NoError(t, err)
+	attached := true
+	t.Cleanup(func() {
+		if attached {
+			_ = p.Detach(false)
+		}
+	})
+	return p, func() {
+		t.Helper()
+		release(t, p)
+		require.NoError(t, p.Detach(false))
+		attached = false
+		waitExit(t, cmd)
+	}
+}
+
 // waitExit waits for the program after its release.
 func waitExit(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
@@ -279,28 +307,15 @@ func release(t *testing.T, p *Process) {
 // by writing ompd_fixture_release, detaches, and expects exit status 0.
 func TestAttachHeld(t *testing.T) {
 	r := newRun(t, fixtures.Nested)
-	cmd := startHeld(t, r)
-
-	p, err := Attach(cmd.Process.Pid)
-	unavailable(t, err)
-	require.NoError(t, err)
-	attached := true
-	defer func() {
-		if attached {
-			_ = p.Detach(false)
-		}
-	}()
+	p, finish := attachHeld(t, r, nil)
 	tr := r.truth(t)
 	as, err := ompd.Open(p)
 	require.NoError(t, err)
 	checkLive(t, p, as, tr)
 	ompdtest.CheckTruth(t, as, tr)
 
-	release(t, p)
-	require.NoError(t, p.Detach(false))
-	attached = false
+	finish()
 	assert.ErrorIs(t, p.Continue(context.Background()), ErrDetached)
-	waitExit(t, cmd)
 }
 
 // TestWatchEventsSerialized counts the parallel begin and end events of the

@@ -32,12 +32,7 @@ func TestGompThroughAPI(t *testing.T) {
 		for _, name := range fixtures.GompNames() {
 			t.Run(rname+"/"+name, func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info(t), name)
-				c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
-				require.NoError(t, err)
-				defer c.Close()
-				as, err := ompd.Open(c)
-				require.NoError(t, err)
-				defer as.Close()
+				as := openStop(t, stop, core.WithDebugDirs())
 				rt := as.Runtime()
 				assert.Equal(t, "GNU libgomp", rt.Name)
 				if rname == "system" {
@@ -219,12 +214,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 	for rname, info := range gompRuntimes() {
 		t.Run(rname, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, info(t), fixtures.ICVs)
-			c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
-			require.NoError(t, err)
-			defer c.Close()
-			as, err := ompd.Open(c)
-			require.NoError(t, err)
-			defer as.Close()
+			as := openStop(t, stop, core.WithDebugDirs())
 			globals := rname != "system"
 			truth := stop.Truth
 			nthreadsEnv := truth.Env["OMP_NUM_THREADS"]
@@ -427,15 +417,10 @@ func TestGompUnsupportedAndTasks(t *testing.T) {
 	for rname, info := range gompRuntimes() {
 		t.Run(rname, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, info(t), fixtures.Tasks)
-			c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
-			require.NoError(t, err)
-			defer c.Close()
-			as, err := ompd.Open(c)
-			require.NoError(t, err)
-			defer as.Close()
+			as := openStop(t, stop, core.WithDebugDirs())
 			truth := stop.Truth
 
-			_, err = as.Breakpoints()
+			_, err := as.Breakpoints()
 			assert.ErrorIs(t, err, ompd.ErrUnsupported, "breakpoints")
 			assert.ErrorIs(t, as.Enable(true), ompd.ErrUnsupported, "Enable(true)")
 			assert.ErrorIs(t, as.Enable(false), ompd.ErrUnsupported, "Enable(false)")

@@ -15,10 +15,11 @@ import (
 	"github.com/ompd-go/ompd/target/core"
 )
 
-// openStop opens the core of a fixture's stop.
-func openStop(t *testing.T, stop *fixtures.Stop) *ompd.AddressSpace {
+// openStop opens the core of a fixture's stop, with opts; both are closed
+// when the test ends.
+func openStop(t *testing.T, stop *fixtures.Stop, opts ...core.Option) *ompd.AddressSpace {
 	t.Helper()
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(stop.Exe, stop.Core, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	as, err := ompd.Open(c)

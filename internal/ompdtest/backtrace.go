@@ -15,6 +15,18 @@ import (
 	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
+// completeBacktrace is the backtrace of the OpenMP thread on LWP tid,
+// which must reach the thread's outermost frame.
+func completeBacktrace(t *testing.T, as *ompd.AddressSpace, tid int) *ompd.Backtrace {
+	t.Helper()
+	th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tid))
+	require.NoError(t, err, "thread %d", tid)
+	bt, err := th.Backtrace(context.Background())
+	require.NoError(t, err, "thread %d", tid)
+	assert.NoError(t, bt.End, "thread %d: the walk reaches the outermost frame", tid)
+	return bt
+}
+
 // CheckBacktraces checks every truth thread's backtrace against what the
 // program recorded: the walk reaches the thread's outermost frame, the
 // frame that recorded the thread's truth (its __builtin_frame_address(0)
@@ -33,12 +45,8 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 	ptr := uint64(as.Target().Sizes().Pointer)
 	out := map[int]*ompd.Backtrace{}
 	for _, tt := range truth.Threads {
-		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
-		require.NoError(t, err, "thread %d", tt.TID)
-		bt, err := th.Backtrace(context.Background())
-		require.NoError(t, err, "thread %d", tt.TID)
+		bt := completeBacktrace(t, as, tt.TID)
 		out[tt.TID] = bt
-		assert.NoError(t, bt.End, "thread %d: the walk reaches the outermost frame", tt.TID)
 		require.NoError(t, bt.PlaceErr, "thread %d: frames placed in tasks", tt.TID)
 		require.NotEmpty(t, bt.Tasks, "thread %d", tt.TID)
 
@@ -148,12 +156,8 @@ func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixture
 
 	out := map[int]*ompd.Backtrace{}
 	for _, tt := range truth.Threads {
-		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(tt.TID))
-		require.NoError(t, err, "thread %d", tt.TID)
-		bt, err := th.Backtrace(context.Background())
-		require.NoError(t, err, "thread %d", tt.TID)
+		bt := completeBacktrace(t, as, tt.TID)
 		out[tt.TID] = bt
-		assert.NoError(t, bt.End, "thread %d: the walk reaches the outermost frame", tt.TID)
 		assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnsupported, "thread %d: no task frames to place by", tt.TID)
 		for _, f := range bt.Frames {
 			assert.Equal(t, -1, f.TaskIndex, "thread %d: %v is placed in no task", tt.TID, f)

@@ -434,6 +434,11 @@ func checkICVs(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *f
 	af, err := as.ICVString(ompd.ICVAffinityFormatVar)
 	require.NoError(t, err)
 	assert.Equal(t, icv.AffinityFormat, af)
+	if slices.Contains(as.ICVs(), ompd.ICVTeamsThreadLimitVar) {
+		ttl, err := as.ICV(ompd.ICVTeamsThreadLimitVar)
+		require.NoError(t, err)
+		assert.Equal(t, int64(icv.TeamsThreadLimit), ttl, "teams-thread-limit-var is omp_get_teams_thread_limit()")
+	}
 
 	// The lists continue with what OMP_NUM_THREADS and OMP_PROC_BIND give
 	// the levels below the thread's.

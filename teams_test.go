@@ -283,28 +283,65 @@ func TestTeamsICVs(t *testing.T) {
 	assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: "teams-thread-limit-var", Scope: "address_space", Value: strconv.FormatInt(int64(truth.TeamsThreadLimit), 10)})
 }
 
-// TestTeamsICVsGomp: the teams ICVs are not read from libgomp (GCC 12 and
-// later keep them in gomp_nteams_var and gomp_teams_thread_limit_var,
-// which internal/gomp does not read yet): not listed, and an error
-// matching ErrUnsupported, not a wrong value or ErrBadInput.
+// TestTeamsICVsGomp reads the teams ICVs from libgomp, which keeps them
+// in hidden globals (gomp_nteams_var and gomp_teams_thread_limit_var, GCC
+// 12 and later), on the icvs fixture, whose environment sets them
+// (OMP_NUM_TEAMS, OMP_TEAMS_THREAD_LIMIT; the teams fixture cannot run on
+// libgomp, which runs a league's teams one after another on one thread).
+// With libgomp's debug information they are what omp_get_max_teams and
+// omp_get_teams_thread_limit returned, in the snapshot and in
+// OMP_DISPLAY_ENV's lines; without it (the system's library) they are
+// listed but ErrUnavailable saying the debug information is needed, like
+// libgomp's other hidden globals, and the snapshot has no value for them.
 func TestTeamsICVsGomp(t *testing.T) {
-	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
-	require.NoError(t, err)
-	defer c.Close()
-	as, err := ompd.Open(c)
-	require.NoError(t, err)
-	defer as.Close()
-	for _, id := range []ompd.ICV{ompd.ICVNteamsVar, ompd.ICVTeamsThreadLimitVar} {
-		assert.NotContains(t, as.ICVs(), id)
-		_, err := as.ICV(id)
-		assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
-		_, err = as.ICVString(id)
-		assert.ErrorIs(t, err, ompd.ErrUnsupported, "%v", id)
-	}
-	snap, err := as.Snapshot(context.Background())
-	require.NoError(t, err)
-	for _, e := range snap.Errors {
-		assert.NotContains(t, e, "teams", "no error line for an ICV the runtime does not list")
+	for rname, info := range gompRuntimes() {
+		t.Run(rname, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, info(t), fixtures.ICVs)
+			truth := stop.Truth
+			require.Positive(t, truth.MaxTeams, "the fixture recorded omp_get_max_teams()")
+			require.Positive(t, truth.TeamsThreadLimit, "the fixture recorded omp_get_teams_thread_limit()")
+			as := openStop(t, stop, core.WithDebugDirs())
+			globals := rname != "system"
+			snap, err := as.Snapshot(context.Background())
+			require.NoError(t, err)
+			for id, c := range map[ompd.ICV]struct {
+				want int
+				env  string
+			}{
+				ompd.ICVNteamsVar:           {truth.MaxTeams, "OMP_NUM_TEAMS"},
+				ompd.ICVTeamsThreadLimitVar: {truth.TeamsThreadLimit, "OMP_TEAMS_THREAD_LIMIT"},
+			} {
+				want := strconv.Itoa(c.want)
+				assert.Equal(t, want, truth.Env[c.env], "the environment set %v", id)
+				assert.Contains(t, as.ICVs(), id)
+				n, err := as.ICV(id)
+				s, serr := as.ICVString(id)
+				if !globals {
+					assert.ErrorIs(t, err, ompd.ErrUnavailable, "%v", id)
+					assert.ErrorContains(t, err, "debug information")
+					assert.ErrorIs(t, serr, ompd.ErrUnavailable, "%v", id)
+					for _, v := range snap.ICVs {
+						assert.NotEqual(t, id.Name(), v.Name, "no value")
+					}
+					continue
+				}
+				require.NoError(t, err, "%v", id)
+				assert.EqualValues(t, c.want, n, "%v", id)
+				require.NoError(t, serr)
+				assert.Equal(t, want, s)
+				assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: id.Name(), Scope: "address_space", Value: want})
+				found := false
+				for _, d := range snap.DisplayVars {
+					if d.Name == c.env {
+						found = true
+						assert.Equal(t, want, d.Value, "%s as OMP_DISPLAY_ENV prints it", c.env)
+					}
+				}
+				assert.True(t, found, "%s among the display control variables", c.env)
+			}
+			for _, e := range snap.Errors {
+				assert.NotContains(t, e, "teams")
+			}
+		})
 	}
 }

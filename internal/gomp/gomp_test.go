@@ -261,7 +261,30 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 	if len(truth.Tasks) > 0 {
 		checkTasks(t, r, tg, truth)
 	}
+	checkTeamsICVs(t, r, truth, globals)
 	checkDisplay(t, r, truth, globals)
+}
+
+// checkTeamsICVs compares OpenMP 5.1's teams ICVs (gomp_nteams_var and
+// gomp_teams_thread_limit_var: hidden globals) with what the program
+// recorded (the icvs fixture's environment sets them): listed, and read
+// with the debug information, ErrUnavailable saying so without it.
+func checkTeamsICVs(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, globals bool) {
+	t.Helper()
+	for id, want := range map[omprt.ICV]int{omprt.ICVNteamsVar: truth.MaxTeams, omprt.ICVTeamsThreadLimitVar: truth.TeamsThreadLimit} {
+		assert.Contains(t, r.ICVs(), id)
+		v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeAddressSpace}, id)
+		if !globals {
+			assert.ErrorIs(t, err, omprt.ErrUnavailable, "ICV %d: a hidden global", id)
+			assert.ErrorContains(t, err, "debug information")
+			continue
+		}
+		require.NoError(t, err, "ICV %d", id)
+		if truth.Fixture == fixtures.ICVs {
+			require.Positive(t, want, "the fixture recorded ICV %d", id)
+		}
+		assert.EqualValues(t, want, v.Int, "ICV %d", id)
+	}
 }
 
 // checkLevelLists compares the list ICVs (nthreads-var, bind-var) of the

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
 // icvs are the ICVs libgomp has, among omprt's ids.
@@ -17,10 +18,43 @@ var icvs = []omprt.ICV{
 	omprt.ICVThreadLimitVar, omprt.ICVMaxActiveLevelsVar, omprt.ICVBindVar,
 	omprt.ICVNumProcsVar, omprt.ICVThreadNumVar, omprt.ICVFinalTaskVar,
 	omprt.ICVImplicitTaskVar, omprt.ICVTeamSizeVar,
+	omprt.ICVNteamsVar, omprt.ICVTeamsThreadLimitVar,
 }
 
-// ICVs lists the ICVs libgomp has.
-func (r *Runtime) ICVs() []omprt.ICV { return append([]omprt.ICV(nil), icvs...) }
+// teamsICVs are OpenMP 5.1's teams ICVs and the hidden globals libgomp
+// keeps them in (GCC 12 and later, env.c: set from OMP_NUM_TEAMS and
+// OMP_TEAMS_THREAD_LIMIT or by omp_set_num_teams and
+// omp_set_teams_thread_limit, returned as they are by omp_get_max_teams
+// and omp_get_teams_thread_limit; 0 lets the runtime choose).
+var teamsICVs = map[omprt.ICV]string{
+	omprt.ICVNteamsVar:           "gomp_nteams_var",
+	omprt.ICVTeamsThreadLimitVar: "gomp_teams_thread_limit_var",
+}
+
+// ICVs lists the ICVs libgomp has. The teams ICVs are left out when the
+// library's debug information shows it has no variables for them (before
+// GCC 12); without debug information they are listed (every libgomp of
+// the known layouts has them) and read as ErrUnavailable.
+func (r *Runtime) ICVs() []omprt.ICV {
+	out := make([]omprt.ICV, 0, len(icvs))
+	for _, id := range icvs {
+		if name, ok := teamsICVs[id]; ok && r.lacks(name) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// lacks says whether the library's symbols, read from its debug
+// information, show it has no global name.
+func (r *Runtime) lacks(name string) bool {
+	if r.source == omprt.LayoutKnownTable {
+		return false
+	}
+	_, err := r.t.LookupSymbol(name)
+	return errors.Is(err, target.ErrNotFound)
+}
 
 // ICV reads one ICV at a scope.
 func (r *Runtime) ICV(s omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
@@ -207,6 +241,15 @@ func (r *Runtime) globalValue(id omprt.ICV) (omprt.Value, error) {
 		return r.globalInt("gomp_display_affinity_var", 1)
 	case omprt.ICVNumProcsVar:
 		return r.globalInt("gomp_available_cpus", 8)
+	case omprt.ICVNteamsVar, omprt.ICVTeamsThreadLimitVar:
+		name := teamsICVs[id]
+		if r.lacks(name) {
+			return omprt.Value{}, omprt.Errorf(omprt.ErrUnsupported,
+				"gomp: %s: %s has no %s (GCC 12 and later have it)", omprt.ICVTable[id].Name, r.lib.name, name)
+		}
+		v, err := r.globalInt(name, 4)
+		v.Int = int64(int32(v.Int)) // an int; the setters keep it >= 0
+		return v, err
 	case omprt.ICVStacksizeVar:
 		// env.c's static stacksize: OMP_STACKSIZE (or GOMP_STACKSIZE)
 		// in bytes, as OMP_DISPLAY_ENV prints it.

@@ -31,7 +31,7 @@
 //   - Idle pool threads (waiting for the next team) keep their last team's
 //     state; they are reported idle, with no region or task.
 //   - Global ICVs (cancel-var, max-task-priority-var, the nthreads and bind
-//     lists, affinity settings, ...) are hidden symbols: without the debug
+//     lists, affinity settings, the teams ICVs, ...) are hidden symbols: without the debug
 //     file they are ErrUnavailable saying so, and a task's nthreads-var and
 //     bind-var give their first element (the task's own) with
 //     ErrIncomplete. The display control

@@ -71,6 +71,12 @@ type ThreadSnapshot struct {
 	Pthread uint64 `json:"pthread"`
 	// Num is omp_get_thread_num in the innermost region (Thread.Num).
 	Num int `json:"thread_num"`
+	// NumUnknown tells that the thread has no thread number now
+	// (Thread.Num failed): a worker waiting for its first region (LLVM's
+	// host teams workers before their first fork barrier), one idle in
+	// the hot team, a thread still starting. Num is then 0, which is no
+	// answer; JSON leaves thread_num out instead (see MarshalJSON).
+	NumUnknown bool `json:"-"`
 	// Starting tells that the runtime is still starting the thread: it
 	// has not recorded its pthread id yet.
 	Starting bool `json:"starting,omitempty"`
@@ -102,22 +108,56 @@ type ThreadSnapshot struct {
 
 // MarshalJSON encodes t with the field tags, except that team_num is
 // present whenever num_teams is: a thread of team 0 of a league says so,
-// rather than looking like a thread outside any league.
+// rather than looking like a thread outside any league; and thread_num is
+// left out when NumUnknown: a thread with no thread number does not look
+// like thread 0.
 func (t ThreadSnapshot) MarshalJSON() ([]byte, error) {
 	type plain ThreadSnapshot // without this method
 	b, err := json.Marshal(plain(t))
-	if err != nil || t.NumTeams <= 0 || t.TeamNum != 0 {
+	if err != nil {
 		return b, err
 	}
+	// The first `"key":` in b is that key, as quotes inside the string
+	// values before it are escaped.
+	if t.NumUnknown {
+		// thread_num's value is a number: it ends at the next comma
+		// (parallel, never omitted, follows it).
+		const key = `"thread_num":`
+		if i := bytes.Index(b, []byte(key)); i >= 0 {
+			if j := bytes.IndexByte(b[i:], ','); j >= 0 {
+				b = slices.Delete(b, i, i+j+1)
+			}
+		}
+	}
+	if t.NumTeams <= 0 || t.TeamNum != 0 {
+		return b, nil
+	}
 	// team_num, omitted as empty, goes where the field order puts it:
-	// just before num_teams. The first `"num_teams":` is that key, as
-	// quotes inside the string values before it are escaped.
+	// just before num_teams.
 	const key = `"num_teams":`
 	i := bytes.Index(b, []byte(key))
 	if i < 0 {
 		return b, nil
 	}
 	return slices.Concat(b[:i], []byte(`"team_num":0,`), b[i:]), nil
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes: a thread without
+// thread_num has NumUnknown set.
+func (t *ThreadSnapshot) UnmarshalJSON(b []byte) error {
+	type plain ThreadSnapshot // without this method
+	aux := struct {
+		*plain
+		Num *int `json:"thread_num"` // hides plain's
+	}{plain: (*plain)(t)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	t.Num, t.NumUnknown = 0, aux.Num == nil
+	if aux.Num != nil {
+		t.Num = *aux.Num
+	}
+	return nil
 }
 
 // ParallelSnapshot is one region of a thread's region nest.
@@ -404,7 +444,10 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 	}
 	ts.Pthread, ts.LWP = d.Pthread, d.LWP
 	ts.Starting = d.PthreadErr != nil
-	ts.Num = d.Num
+	ts.Num, ts.NumUnknown = d.Num, d.NumErr != nil
+	if ts.NumUnknown {
+		ts.Num = 0
+	}
 	sn.note(ts.ID, "thread num", d.NumErr)
 	if d.LeagueErr != nil {
 		// A broken team chain is reported by the region walk below.

@@ -191,3 +191,43 @@ func TestThreadSnapshotJSONTeams(t *testing.T) {
 		assert.Equal(t, c.want != "", strings.Contains(string(b), `"team_num": `+strconv.Itoa(c.ts.TeamNum)), "%s", b)
 	}
 }
+
+// TestThreadSnapshotJSONNum: thread_num is in the JSON of every thread
+// with a thread number, 0 included, and absent from that of a thread with
+// none (NumUnknown: a worker waiting for its first region), which must not
+// look like thread 0; the JSON decodes back to the same values.
+func TestThreadSnapshotJSONNum(t *testing.T) {
+	for _, c := range []struct {
+		ts   ompd.ThreadSnapshot
+		want string // what the JSON holds of the thread number, "" none
+	}{
+		{ompd.ThreadSnapshot{GTID: 1}, `"thread_num":0,`},
+		{ompd.ThreadSnapshot{GTID: 2, Num: 3}, `"thread_num":3,`},
+		{ompd.ThreadSnapshot{ID: `a "thread_num": b`, GTID: 3, NumUnknown: true}, ""},
+		{ompd.ThreadSnapshot{GTID: 4, LWP: 7, NumUnknown: true, NumTeams: 2, State: "wait_barrier_implicit_parallel"}, ""},
+	} {
+		b, err := json.Marshal(c.ts)
+		require.NoError(t, err)
+		if c.want == "" {
+			assert.NotContains(t, string(b), `"thread_num":`)
+		} else {
+			assert.Equal(t, 1, strings.Count(string(b), c.want), "%s", b)
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+		_, has := m["thread_num"]
+		assert.Equal(t, c.want != "", has, "%s", b)
+		if c.ts.NumTeams > 0 {
+			assert.Equal(t, float64(0), m["team_num"], "%s", b)
+		}
+		var back ompd.ThreadSnapshot
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, c.ts, back)
+		b, err = json.MarshalIndent(ompd.Snapshot{Threads: []ompd.ThreadSnapshot{c.ts}}, "", "  ")
+		require.NoError(t, err)
+		assert.Equal(t, c.want != "", strings.Contains(string(b), `"thread_num": `), "%s", b)
+		var snap ompd.Snapshot
+		require.NoError(t, json.Unmarshal(b, &snap))
+		assert.Equal(t, []ompd.ThreadSnapshot{c.ts}, snap.Threads)
+	}
+}

@@ -2,6 +2,7 @@ package ompd_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -222,12 +223,20 @@ func TestHostTeamsBody(t *testing.T) {
 	for _, ts := range s.Threads {
 		th, err := as.ThreadByOSThread(ompd.LWPID, ts.LWP)
 		require.NoError(t, err)
+		b, err := json.Marshal(ts)
+		require.NoError(t, err)
 		if _, ok := stop.Truth.TeamNum(int(ts.LWP)); ok {
+			assert.False(t, ts.NumUnknown, "lwp %d has a thread number", ts.LWP)
+			assert.Contains(t, string(b), `"thread_num":0,`)
 			continue
 		}
 		_, err = th.Num()
+		// The snapshot says the number is unknown: no thread_num in
+		// JSON, rather than thread 0.
+		assert.Equal(t, err != nil, ts.NumUnknown, "lwp %d: %v", ts.LWP, err)
 		if errors.Is(err, ompd.ErrUnavailable) {
 			waiting++
+			assert.NotContains(t, string(b), `"thread_num"`)
 			_, err = th.CurrentTask()
 			assert.ErrorIs(t, err, ompd.ErrUnavailable)
 			// Before its first fork barrier the worker's ICVs are not

@@ -178,6 +178,7 @@ func TestFakeNotFullyStarted(t *testing.T) {
 			if ts.Starting {
 				n++
 				assert.Equal(t, 4, ts.GTID)
+				assert.True(t, ts.NumUnknown, "no thread number yet")
 			}
 		}
 		assert.Equal(t, 1, n, "one thread starting")

@@ -174,12 +174,13 @@ func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
 			state += fmt.Sprintf("  (team %d of %d)", t.TeamNum, t.NumTeams)
 		}
 		// A thread the runtime is still starting has no LWP and no
-		// thread number yet: "-", not a made-up 0.
+		// thread number yet, a worker waiting for its first region no
+		// thread number: "-", not a made-up 0.
 		lwp, num := "-", "-"
 		if t.LWP != 0 {
 			lwp = strconv.FormatUint(t.LWP, 10)
 		}
-		if !t.Starting {
+		if !t.Starting && !t.NumUnknown {
 			num = strconv.Itoa(t.Num)
 		}
 		fmt.Fprintf(w, "  gtid %-4d lwp %-8s thread_num %-4s %s\n", t.GTID, lwp, num, state)

@@ -15,13 +15,16 @@ import (
 // id, so no LWP, and no thread number yet; the snapshot holds zeros for
 // them, as target/delve's TestThreadStarting sees on a real runtime) is
 // printed as starting, with "-" for its LWP and thread number in the
-// -threads table, never as "lwp 0 ... thread_num 0".
+// -threads table, never as "lwp 0 ... thread_num 0"; a worker waiting for
+// its first region (no thread number: ThreadSnapshot.NumUnknown) has "-"
+// for its thread number.
 func TestPrintStarting(t *testing.T) {
 	s := &ompd.Snapshot{
 		Runtime: "LLVM libomp", OpenMPVersion: 201811, LayoutSource: "DWARF", StateTracking: true,
 		Threads: []ompd.ThreadSnapshot{
 			{ID: "thread/0@0x1000", GTID: 0, LWP: 4242, Pthread: 0x7f00, State: "work_serial"},
 			{ID: "thread/1@0x2000", GTID: 1, Starting: true, State: "overhead"},
+			{ID: "thread/2@0x3000", GTID: 2, LWP: 4243, Pthread: 0x7f01, NumUnknown: true, State: "wait_barrier_implicit_parallel"},
 		},
 		Errors: []string{"thread/1@0x2000 thread num: starting"},
 	}
@@ -31,6 +34,7 @@ func TestPrintStarting(t *testing.T) {
 	t.Log(out)
 	assert.Contains(t, out, "  gtid 0    lwp 4242     thread_num 0    work_serial\n")
 	assert.Contains(t, out, "  gtid 1    lwp -        thread_num -    starting\n")
+	assert.Contains(t, out, "  gtid 2    lwp 4243     thread_num -    wait_barrier_implicit_parallel\n", "a worker waiting for its first region has no thread number")
 	assert.Contains(t, out, "Thread gtid 1 (starting: no pthread id yet):")
 	assert.NotContains(t, out, "lwp 0 ")
 	assert.NotContains(t, out, "pthread 0x0")

@@ -169,6 +169,31 @@ func TestTeamsAndIdle(t *testing.T) {
 	}
 	assert.Positive(t, zero, "threads of team 0")
 
+	// Stopped in the teams' body, one worker per team waits for the
+	// first parallel region: no thread number, "-" in the table and no
+	// thread_num in JSON, never thread 0.
+	body := fixtures.Core(t, fixtures.Teams, "body")
+	code, out, errOut = execTool(context.Background(), "core", "-threads", body.Exe, body.Core)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Errors")
+	assert.Len(t, regexp.MustCompile(`(?m)^  gtid \d+ +lwp \d+ +thread_num - `).FindAllString(out, -1), 2, "%s", out)
+	for _, th := range body.Truth.Threads {
+		assert.Regexp(t, fmt.Sprintf(`lwp %-8d thread_num %-4d `, th.TID, th.ThreadNum), out)
+	}
+	code, out, errOut = execTool(context.Background(), "-json", "core", body.Exe, body.Core)
+	require.Equal(t, 0, code, errOut)
+	snap.Threads = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &snap))
+	without := 0
+	for _, th := range snap.Threads {
+		if _, ok := th["thread_num"]; !ok {
+			without++
+			lwp := int(th["lwp"].(float64))
+			assert.Nil(t, body.Truth.ThreadByTID(lwp), "lwp %d recorded a thread number", lwp)
+		}
+	}
+	assert.Equal(t, 2, without, "waiting workers without thread_num")
+
 	idle := fixtures.Core(t, fixtures.Idle)
 	code, out, errOut = execTool(context.Background(), "core", idle.Exe, idle.Core)
 	require.Equal(t, 0, code, errOut)

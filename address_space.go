@@ -217,16 +217,18 @@ func (c ControlVar) String() string { return c.Raw }
 //
 // LLVM's runtime records them at start-up before it reads the environment,
 // so its record shows the defaults (LLVM's libompd reports those), and
-// leaves OMP_WAIT_POLICY and KMP_LIBRARY out. Where the value of a variable
-// sits in runtime state this package reads (schedule, thread counts,
-// binding, places, levels, limits, teams, cancellation, priority, affinity
-// format and display, OMP_DISPLAY_ENV, stack sizes, default device,
-// dynamic, wait policy and library, block time, the OMP_TOOL variables,
-// barrier branch bits and patterns, lock kind, KMP_SCHEDULE, topology
-// method, KMP_DYNAMIC_MODE, KMP_AFFINITY and KMP_HIDDEN_HELPER_AFFINITY),
-// it is replaced by the value the program runs with (Corrected is set when
-// it differs), and the missing ones are added. The others (most KMP_*
-// tuning variables) keep the runtime's start-up text and are marked Stale.
+// leaves OMP_WAIT_POLICY and KMP_LIBRARY out. Each variable's value is
+// read from the runtime state the runtime's own print function for it reads
+// (schedule, thread counts, binding, places, levels, limits, teams,
+// cancellation, priority, affinity format and display, OMP_DISPLAY_ENV,
+// stack sizes, default device, dynamic, wait policy and library, block
+// time, the OMP_TOOL variables, barrier settings, lock kind, affinity and
+// every KMP_* tuning variable) and replaces the start-up text (Corrected
+// is set when it differs); the missing ones are added. A variable whose
+// state cannot be read keeps the start-up text and is marked Stale: on a
+// runtime without its DWARF, OMP_DYNAMIC, KMP_DYNAMIC_MODE, KMP_AFFINITY
+// and KMP_HIDDEN_HELPER_AFFINITY (kept in structures only the DWARF
+// describes).
 func (as *AddressSpace) DisplayControlVars() ([]ControlVar, error) {
 	if err := as.check(); err != nil {
 		return nil, err

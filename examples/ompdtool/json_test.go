@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -153,5 +154,50 @@ func TestDisplayVarsText(t *testing.T) {
 	assert.Regexp(t, `(?m)^  OMP_SCHEDULE='dynamic,7' +\(the runtime recorded 'static'\)$`, out)
 	assert.Regexp(t, `(?m)^  KMP_AFFINITY='.*,compact,0,0' +\(the runtime recorded 'noverbose,warnings,disabled'\)$`, out)
 	assert.Regexp(t, `(?m)^  KMP_LOCK_KIND=queuing +\(the runtime recorded default\)$`, out)
-	assert.Regexp(t, `(?m)^  KMP_ABORT_DELAY=0 +\(start-up text, may be stale\)$`, out)
+	// KMP_ABORT_DELAY=3 (seconds) is kept in milliseconds and printed so.
+	assert.Regexp(t, `(?m)^  KMP_ABORT_DELAY=3000 +\(the runtime recorded 0\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_SPIN_BACKOFF_PARAMS='2048,50' +\(the runtime recorded '4096,100'\)$`, out)
+	assert.NotContains(t, out, "may be stale")
+}
+
+// TestDisplayVarsStaleText: without the runtime's DWARF (the shipped core's
+// runtime has none) the variables whose state sits in structures only the
+// DWARF describes keep the start-up text, and say so in text and JSON.
+func TestDisplayVarsStaleText(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "nested-core")
+	dir := t.TempDir()
+	for _, f := range []string{"nested", "libomp.so", "core"} {
+		in, err := os.Open(filepath.Join(src, f+".gz"))
+		require.NoError(t, err)
+		zr, err := gzip.NewReader(in)
+		require.NoError(t, err)
+		b, err := io.ReadAll(zr)
+		in.Close()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o755))
+	}
+	args := []string{"core", "-vars", "-sysroot", t.TempDir(),
+		// Where scripts/make-testdata-core.sh built the runtime.
+		"-file-map", "/tmp/ompd-go-testdata/lib/libomp.so=" + filepath.Join(dir, "libomp.so"),
+		filepath.Join(dir, "nested"), filepath.Join(dir, "core")}
+	code, out, errOut := execTool(context.Background(), args...)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^  KMP_AFFINITY='.*' +\(start-up text, may be stale\)$`, out)
+	assert.Regexp(t, `(?m)^  KMP_ABORT_DELAY=0$`, out)
+
+	code, out, errOut = execTool(context.Background(), append([]string{"-json"}, args...)...)
+	require.Equal(t, 0, code, errOut)
+	var s struct {
+		DisplayVars []struct {
+			Name  string `json:"name"`
+			Stale bool   `json:"stale"`
+		} `json:"display_vars"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	stale := map[string]bool{}
+	for _, v := range s.DisplayVars {
+		stale[v.Name] = v.Stale
+	}
+	assert.True(t, stale["KMP_AFFINITY"], "KMP_AFFINITY stale in JSON")
+	assert.False(t, stale["KMP_ABORT_DELAY"], "KMP_ABORT_DELAY stale in JSON")
 }

@@ -244,6 +244,7 @@ func (rt *Runtime) currentSettings() map[string]string {
 		}
 	}
 	rt.kmpSettings(out)
+	rt.tuningSettings(out)
 	return out
 }
 
@@ -613,11 +614,12 @@ func (rt *Runtime) coreAttrPlaces(base uint64) bool {
 	return false
 }
 
-// formatSize writes a byte count as the runtime does (256k, 4M).
+// formatSize writes a byte count as the runtime does (256k, 4M):
+// __kmp_str_buf_print_size.
 func formatSize(n uint64) string {
-	units := []string{"", "k", "M", "G", "T"}
+	units := []string{"", "k", "M", "G", "T", "P", "E"}
 	u := 0
-	for u < len(units)-1 && n >= 1024 && n%1024 == 0 {
+	for u < len(units)-1 && n > 0 && n%1024 == 0 {
 		n /= 1024
 		u++
 	}

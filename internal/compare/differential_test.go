@@ -44,12 +44,13 @@ func TestDifferential(t *testing.T) {
 	}{
 		{fixtures.Nested, nil},
 		{fixtures.Serialized, nil},
+		{fixtures.Serialized, []string{"deep"}},
 		{fixtures.Tasks, nil},
 		{fixtures.ICVs, nil},
 		{fixtures.Many, nil},
 		{fixtures.Many, []string{"16", "spin"}},
 	} {
-		t.Run(strings.Join(append([]string{fx.name}, fx.args...), "-"), func(t *testing.T) {
+		t.Run(fixtureKey(fx.name, fx.args...), func(t *testing.T) {
 			lib := loadLibompd(t)
 			f := openFixture(t, fx.name, fx.args...)
 			diffFixture(t, lib, f)
@@ -188,8 +189,25 @@ func boolVal(b bool) string {
 
 // ---- the reference's known faults ------------------------------------------
 
-// allFixtures are the fixtures TestDifferential runs.
-var allFixtures = []string{fixtures.Nested, fixtures.Serialized, fixtures.Tasks, fixtures.ICVs, fixtures.Many}
+// fixtureKey names a fixture run with its arguments, as the known faults
+// list it: "serialized", "serialized-deep", "many-16-spin".
+func fixtureKey(name string, args ...string) string {
+	return strings.Join(append([]string{name}, args...), "-")
+}
+
+// The fixture variants TestDifferential runs with arguments: four
+// serialized levels in a row, and 16 spinning threads.
+var (
+	serializedDeep = fixtureKey(fixtures.Serialized, "deep")
+	manySpin       = fixtureKey(fixtures.Many, "16", "spin")
+)
+
+// allFixtures are the fixture keys TestDifferential runs.
+var allFixtures = []string{fixtures.Nested, fixtures.Serialized, serializedDeep, fixtures.Tasks, fixtures.ICVs,
+	fixtures.Many, manySpin}
+
+// serialized are the fixture keys with nested serialized regions.
+var serialized = []string{fixtures.Serialized, serializedDeep}
 
 // knownFault is a question on which LLVM's libompd 19 is known to answer
 // wrong. A difference on it is tolerated only in the fixtures listed, only
@@ -231,33 +249,43 @@ var knownFaults = []*knownFault{
 	{allFixtures, "task.scheduling-chain(implicit)", "rc:unavailable",
 		"the same fault, met when following the scheduling chain from the current task: it ends at the " +
 			"first implicit task in libompd"},
-	{[]string{fixtures.Serialized}, "parallel.chain", "absent",
+	{serialized, "parallel.chain", "absent",
 		"nested serialized levels share one serial team: libompd's handle of the innermost one carries the " +
 			"lw-taskteam of the level above, and its enclosing region skips that level (levels 5, 3, 2, 1, 0 " +
-			"where the program is at 5, 4, 3, 2, 1, 0)"},
-	{[]string{fixtures.Serialized}, "task.chain", "absent",
+			"where the program is at 5, 4, 3, 2, 1, 0; with four serialized levels 4-7 in a row, 7 regions for " +
+			"levels 7..0, level 4 skipped)"},
+	{serialized, "task.chain", "absent",
 		"the same fault on the task side: the generating task of the innermost serialized implicit task " +
 			"skips the implicit task of the level above"},
-	{[]string{fixtures.Serialized}, "task.handle-compare", "=false",
+	{serialized, "task.handle-compare", "=false",
 		"the same fault seen through handle identity: the current task's handle carries the lw-taskteam of " +
 			"the level above, the handle ompd_get_task_in_parallel makes for the same implicit task carries " +
 			"none, and ompd_task_handle_compare compares the lw-taskteams too: the thread's own implicit task " +
 			"compares unequal to itself"},
-	{[]string{fixtures.Serialized}, "task.function(serialized)", "rc:bad_input",
+	{serialized, "task.function(serialized)", "rc:bad_input",
 		"ompd_get_task_function refuses task handles that carry a lw-taskteam (\"We need to decide what we do " +
 			"here\"): the implicit task of a nested serialized region"},
-	{[]string{fixtures.Serialized}, "task.frame.exit", "exact",
+	{serialized, "task.frame.exit", "exact",
 		"the frames of the innermost serialized implicit task are read from the lw-taskteam of the level " +
 			"above: libompd reports the enclosing level's frames (as OMPT recorded them), one level off"},
-	{[]string{fixtures.Serialized}, "task.frame.enter", "exact",
+	{serialized, "task.frame.enter", "exact",
 		"as for the exit frame: the enclosing level's enter frame"},
+	{[]string{serializedDeep}, "icv(integer).integer", "exact",
+		"levels-var of a serialized region enclosing another (levels 6 and 5 of the four serialized levels 4-7 " +
+			"in a row; libompd's chain skips level 4): libompd reads the serial team's t_level, which the " +
+			"runtime raises for every serialized level nested in the team, and ignores the lw-taskteam its " +
+			"handle carries: it answers the innermost serialized level (7) for each"},
+	{[]string{serializedDeep}, "parallel.function", "exact",
+		"the same fault on the entry function: for the implicit task of a serialized region enclosing another " +
+			"libompd reads the serial team's t_pkfn, the entry of the innermost serialized level (the outlined " +
+			"function of depth 7), where the runtime keeps none for the enclosing level (ours: unavailable)"},
 	{allFixtures, "icv(integer).string", "rc:unsupported",
 		"libompd gives string forms of run-sched-var, nthreads-var, bind-var and the three string ICVs only; " +
 			"ompd_get_icv_string_from_scope refuses every integer ICV"},
 	{allFixtures, "icv(run-sched-var).integer", "rc:incompatible",
 		"libompd answers ompd_rc_incompatible for the integer form of run-sched-var; ours gives the " +
 			"schedule kind as omp_get_schedule does"},
-	{[]string{fixtures.Nested, fixtures.Serialized, fixtures.Tasks, fixtures.Many}, "icv(nthreads-var).integer", "exact",
+	{[]string{fixtures.Nested, fixtures.Serialized, serializedDeep, fixtures.Tasks, fixtures.Many, manySpin}, "icv(nthreads-var).integer", "exact",
 		"without an OMP_NUM_THREADS list __kmp_nested_nth.used is 0, and libompd tests level < used - 1 " +
 			"in unsigned arithmetic: it always answers ompd_rc_incomplete (with the right first element)"},
 	{allFixtures, "as.display-control-vars", "exact",
@@ -440,7 +468,7 @@ func diffFixture(t *testing.T, lib *libompd.Library, fx *fixture) {
 		t.Fatalf("libompd: %v", err)
 	}
 	s := &session{
-		d:      &differ{t: t, fixture: fx.stop.Name, used: map[*knownFault]int{}},
+		d:      &differ{t: t, fixture: fixtureKey(fx.stop.Name, fx.stop.Args...), used: map[*knownFault]int{}},
 		fx:     fx,
 		tr:     fx.stop.Truth,
 		as:     as,
@@ -1081,7 +1109,13 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 		}
 		switch name {
 		case "levels-var":
-			return truthVal("omp_get_level()", strconv.Itoa(level))
+			tr := truthVal("omp_get_level()", strconv.Itoa(level))
+			if enclosingSerialized(tt, level) {
+				// libompd reads the serial team's t_level, which
+				// counts every serialized level nested in it.
+				tr.lib = &answer{val: strconv.Itoa(innermostSerialized(tt, level))}
+			}
+			return tr
 		case "active-levels-var":
 			active := 0
 			for _, a := range tt.Ancestors[1 : level+1] {
@@ -1107,6 +1141,15 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 		lf, lerr = t0.Function()
 	}
 	question, tr := "parallel.function", s.functionTruth(tt, level)
+	if level > 0 && enclosingSerialized(tt, level) {
+		// libompd reads the serial team's t_pkfn: the entry of the
+		// innermost serialized level.
+		if addr, err := s.outlinedEntry(innermostSerialized(tt, level)); err == nil {
+			tr.lib = &answer{val: hex(addr)}
+		} else {
+			d.errorf("%s: %v", where, err)
+		}
+	}
 	if l, err := p.Level(); err == nil && l == 0 {
 		question = "task.function(level 0)"
 	}
@@ -1175,6 +1218,30 @@ func (s *session) functionTruth(tt *fixtures.Thread, level int) *truth {
 func enclosingSerialized(tt *fixtures.Thread, level int) bool {
 	return tt != nil && level >= 0 && level < tt.Level && level+1 < len(tt.Ancestors) &&
 		tt.Ancestors[level].TeamSize == 1 && tt.Ancestors[level+1].TeamSize == 1
+}
+
+// innermostSerialized is the level of the innermost of the serialized
+// levels in a row, in the thread tt, from level inwards: they share one
+// serial team, whose t_level and t_pkfn are that level's.
+func innermostSerialized(tt *fixtures.Thread, level int) int {
+	for enclosingSerialized(tt, level) {
+		level++
+	}
+	return level
+}
+
+// outlinedEntry is the address of the outlined function clang makes for a
+// region of main at nesting depth n, the one the runtime calls (and keeps
+// in t_pkfn): main.omp_outlined at depth 1, its body
+// main.omp_outlined_debug__ calling main.omp_outlined_debug__.omp_outlined
+// at depth 2, and so on.
+func (s *session) outlinedEntry(depth int) (uint64, error) {
+	name := "main" + strings.Repeat(".omp_outlined_debug__", depth-1) + ".omp_outlined"
+	addr, err := s.fx.target.LookupSymbol(name)
+	if err != nil {
+		return 0, fmt.Errorf("the outlined function of depth %d: %w", depth, err)
+	}
+	return addr, nil
 }
 
 // ---- tasks -----------------------------------------------------------------

@@ -3,6 +3,7 @@ package gomp_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -16,20 +17,45 @@ import (
 )
 
 // TestLiveAgainstTruth runs gcc fixtures live under Delve, stopped at
-// stopme, on libgomp 12 with its debug information and on the system's
-// libgomp1 without, and compares every thread with the program's truth
-// as the core tests do.
+// stopme, and compares every thread with the program's truth as the core
+// tests do: on libgomp 12 with its debug information and on the system's
+// libgomp1 without, every fixture; on libgomp 14 with its debug
+// information and on a stripped libgomp 12 with its separate debug file
+// (found by build-id in a debug directory), a few fixtures (live reads of
+// the other version's layout and of a separate debug file; the core tests
+// cover every fixture there).
 func TestLiveAgainstTruth(t *testing.T) {
+	all := []string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits, fixtures.EndBarrier}
+	few := []string{fixtures.Nested, fixtures.Tasks, fixtures.Waits}
+	noDebugDirs := func(t *testing.T) []delve.Option { return []delve.Option{delve.WithDebugDirs()} }
+	debug := func(v string) func(t *testing.T) fixtures.RuntimeInfo {
+		return func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, v) }
+	}
+	stripped := func(t *testing.T) fixtures.RuntimeInfo {
+		return fixtures.StripRuntime(t, fixtures.GompRuntime(t, fixtures.GompVersions[0])).RuntimeInfo
+	}
+	debugFile := func(t *testing.T) []delve.Option {
+		s := fixtures.StripRuntime(t, fixtures.GompRuntime(t, fixtures.GompVersions[0]))
+		dir := t.TempDir()
+		p := s.BuildIDPath(dir)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.Symlink(s.DebugFile, p))
+		return []delve.Option{delve.WithDebugDirs(dir)}
+	}
 	cases := []struct {
-		name    string
-		info    func(t *testing.T) fixtures.RuntimeInfo
-		globals bool
+		name     string
+		info     func(t *testing.T) fixtures.RuntimeInfo
+		opts     func(t *testing.T) []delve.Option
+		globals  bool
+		fixtures []string
 	}{
-		{"debug-" + fixtures.GompVersions[0], func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true},
-		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
+		{"debug-" + fixtures.GompVersions[0], debug(fixtures.GompVersions[0]), noDebugDirs, true, all},
+		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, noDebugDirs, false, all},
+		{"debug-" + fixtures.GompVersions[1], debug(fixtures.GompVersions[1]), noDebugDirs, true, few},
+		{"stripped-debugfile-" + fixtures.GompVersions[0], stripped, debugFile, true, few},
 	}
 	for _, c := range cases {
-		for _, name := range []string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits, fixtures.EndBarrier} {
+		for _, name := range c.fixtures {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
 				exe := fixtures.BuildWith(t, name, c.info(t))
 				dir := t.TempDir()
@@ -38,7 +64,8 @@ func TestLiveAgainstTruth(t *testing.T) {
 					"OMPD_FIXTURE_TRUTH="+truthPath,
 					"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
 					"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"))
-				p, err := delve.Launch([]string{exe}, delve.WithEnv(env), delve.WithDebugDirs())
+				opts := append([]delve.Option{delve.WithEnv(env)}, c.opts(t)...)
+				p, err := delve.Launch([]string{exe}, opts...)
 				if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 					fixtures.Unavailable(t, "ptrace not allowed: %v", err)
 				}

@@ -25,3 +25,27 @@ const (
 // replaces it (tests restore it).
 func KnownLayouts() []*Layout     { return knownLayouts }
 func SetKnownLayouts(l []*Layout) { knownLayouts = l }
+
+// Confirmations returns how many threads of r's current stop confirm its
+// layout and how many contradict it (r is a *Runtime from Open).
+func Confirmations(r any) (confirmed, failed int, err error) {
+	confirmed, failed, _, err = r.(*Runtime).confirmations()
+	return confirmed, failed, err
+}
+
+// LayoutOf returns the layout r (a *Runtime from Open) reads with.
+func LayoutOf(r any) *Layout { return r.(*Runtime).lay }
+
+// Members and structures the sanity tests patch.
+const (
+	ThreadTaskField      = thrTask
+	ThreadPoolField      = thrPool
+	TaskNthreadsField    = taskNthreads
+	TaskThreadLimitField = taskThreadLimit
+	TaskDynField         = taskDyn
+	TaskBindField        = taskBind
+	PoolThreadsField     = poolThreads
+	PoolLastTeamField    = poolLastTeam
+	TypeThread           = typeThread
+	TypeTask             = typeTask
+)

@@ -18,7 +18,11 @@
 //     go generate from the DWARF of the project's own libgomp builds
 //     (known_layouts.go), chosen by the library's build-id or its newest
 //     GOMP_ symbol version (each GCC release adds one), and confirmed by
-//     sanity checks on the live threads; (c) otherwise Open fails with
+//     sanity checks on the live threads (libgomp's cross-links between
+//     threads, teams and pools, task ICVs in range); a table layout that
+//     fails them, or that no thread can confirm (a program before its
+//     first parallel region), is refused with ErrIncompatible; (c)
+//     otherwise Open fails with
 //     ErrIncompatible naming the library, its identity and what was
 //     searched.
 //   - Regions: a thread's gomp_team_state (team, team_id, level,
@@ -147,7 +151,11 @@ func open(t target.Target) (*Runtime, error) {
 				lib.name, lib.identity(), knownNames())
 		}
 		r.lay, r.source, r.why = known, omprt.LayoutKnownTable, derr
-		if err := r.sanity(); err != nil {
+		if err := r.sanity(); errors.Is(err, errUnconfirmed) {
+			return nil, omprt.Wrap(omprt.ErrIncompatible, err,
+				"gomp: %s (%s): the known layout of %s could not be confirmed on live data; until the program has started a parallel region or set an ICV it needs the library's debug file",
+				lib.name, lib.identity(), known)
+		} else if err != nil {
 			return nil, omprt.Wrap(omprt.ErrIncompatible, err,
 				"gomp: %s (%s): the known layout of %s fails its checks on live data",
 				lib.name, lib.identity(), known)

@@ -358,20 +358,41 @@ func (r *Runtime) Thread(ref omprt.ThreadRef) (*omprt.ThreadData, error) {
 }
 
 // sanity checks the layout on the live threads. A thread confirms it
-// when its nest and task decode consistently and its innermost team's
-// ordered_release slot points back at it (libgomp's own cross-link, which
-// a wrong layout cannot fake); a thread that does not decode contradicts
-// it. One thread caught between states (a worker copying its team state,
-// say) must not refuse the runtime, so the layout fails only when no
-// thread confirms it or more threads contradict than confirm it; the
-// others keep their own errors.
+// when libgomp's own cross-links, which a wrong layout cannot fake, hold
+// for it: for a team member, its nest and task decode consistently and
+// its innermost team's ordered_release slot points back at it; for an
+// idle worker, its pool's threads array holds it at its team number and
+// its last team's ordered_release slot points back at it; for a serial
+// thread, its pool's threads[0] is itself and its task's ICVs (if it has
+// a task) are in range. A thread that does not decode contradicts it. One
+// thread caught between states (a worker copying its team state, say)
+// must not refuse the runtime, so the layout fails when more threads
+// contradict than confirm it; the others keep their own errors. When no
+// thread confirms it (no OpenMP thread yet: a program before its first
+// parallel region, whose gomp_thread is all zeros under any layout), it
+// fails too, with errUnconfirmed: a table layout is used only once live
+// data confirmed it.
 func (r *Runtime) sanity() error {
+	confirmed, failed, first, err := r.confirmations()
+	if err != nil {
+		return err
+	}
+	if failed > 0 && failed >= confirmed {
+		return fmt.Errorf("%d of %d threads contradict it, %d confirm it; %w", failed, len(r.getStop().threads), confirmed, first)
+	}
+	if confirmed == 0 {
+		return fmt.Errorf("%w: %d OpenMP threads, none with state that could confirm it", errUnconfirmed, len(r.getStop().threads))
+	}
+	return nil
+}
+
+// confirmations counts the threads of this stop that confirm the layout
+// and those that contradict it, with the first contradiction.
+func (r *Runtime) confirmations() (confirmed, failed int, first, err error) {
 	s := r.getStop()
 	if s.err != nil {
-		return s.err
+		return 0, 0, nil, s.err
 	}
-	confirmed, failed := 0, 0
-	var first error
 	for _, ref := range s.threads {
 		err := r.confirm(s, ref)
 		switch {
@@ -385,14 +406,23 @@ func (r *Runtime) sanity() error {
 			}
 		}
 	}
-	if failed > 0 && failed >= confirmed {
-		return fmt.Errorf("%d of %d threads contradict it, %d confirm it; %w", failed, len(s.threads), confirmed, first)
-	}
-	return nil
+	return confirmed, failed, first, nil
 }
 
-// errNothingToConfirm: the thread is in no team and has no task.
+// errNothingToConfirm: the thread holds no state to check the layout by.
 var errNothingToConfirm = errors.New("nothing to confirm")
+
+// errUnconfirmed: no thread confirmed the layout.
+var errUnconfirmed = errors.New("no live data confirms the layout")
+
+// Bounds of a task's ICVs, as libgomp keeps them: nthreads-var is at
+// least 1 (omp_set_num_threads and OMP_NUM_THREADS turn smaller values
+// into 1) and omp_get_max_threads returns it as an int; bind-var is an
+// omp_proc_bind_t (false, true, primary, close, spread).
+const (
+	maxNthreadsVar = 1<<31 - 1
+	maxBindVar     = 4
+)
 
 // confirm checks one thread against the layout.
 func (r *Runtime) confirm(s *stop, ref omprt.ThreadRef) error {
@@ -401,13 +431,10 @@ func (r *Runtime) confirm(s *stop, ref omprt.ThreadRef) error {
 	}
 	th := s.raw[ref]
 	if th.idle {
-		return errNothingToConfirm
+		return r.confirmPool(th)
 	}
 	if th.chainErr != nil {
 		return th.chainErr
-	}
-	if th.task == 0 && th.team == 0 {
-		return errNothingToConfirm
 	}
 	if th.task != 0 {
 		kind, err := r.mem.Uint(th.task+r.lay.f(taskKind).Off, 4, "gomp_task.kind")
@@ -419,8 +446,15 @@ func (r *Runtime) confirm(s *stop, ref omprt.ThreadRef) error {
 		}
 	}
 	if th.team == 0 {
-		return nil
+		return r.confirmSerial(th)
 	}
+	return r.confirmTeam(th)
+}
+
+// confirmTeam checks that the ordered_release slot of th's team for its
+// team number is the thread's release semaphore (the team's own, for
+// number 0): gomp_team_start and gomp_thread_start set it.
+func (r *Runtime) confirmTeam(th *thread) error {
 	l := r.lay
 	slots, err := r.mem.Ptr(th.team+l.f(teamOrderedRelease).Off, "gomp_team.ordered_release")
 	if err != nil {
@@ -436,6 +470,106 @@ func (r *Runtime) confirm(s *stop, ref omprt.ThreadRef) error {
 	}
 	if slot != want {
 		return fmt.Errorf("team %#x: ordered_release[%d] is %#x, not the thread's release semaphore %#x", th.team, th.teamID, slot, want)
+	}
+	return nil
+}
+
+// confirmPool checks an idle worker against its pool and its last team:
+// gomp_thread_start stores the worker at its team number in the pool's
+// threads array, below threads_used, and the team's ordered_release slot
+// names its release semaphore.
+func (r *Runtime) confirmPool(th *thread) error {
+	threads, used, err := r.pool(th.pool)
+	if err != nil {
+		return err
+	}
+	if th.teamID == 0 || th.teamID >= used {
+		return fmt.Errorf("pool %#x of %d threads: an idle worker numbered %d", th.pool, used, th.teamID)
+	}
+	p, err := r.mem.Ptr(threads+th.teamID*8, "gomp_thread_pool.threads[]")
+	if err != nil {
+		return err
+	}
+	if p != th.addr {
+		return fmt.Errorf("pool %#x: threads[%d] is %#x, not the idle worker %#x", th.pool, th.teamID, p, th.addr)
+	}
+	return r.confirmTeam(th)
+}
+
+// confirmSerial checks a thread in no team: its team number is 0 (its
+// team state is its initial one again); its task, if it has one (libgomp
+// gives a serial thread one when it sets an ICV or runs an undeferred
+// task), has ICVs in range; the pool it owns, if it ever started a team,
+// holds it as threads[0] (gomp_team_start puts the primary thread there).
+// A thread with neither task nor started pool has nothing to check.
+func (r *Runtime) confirmSerial(th *thread) error {
+	if th.teamID != 0 {
+		return fmt.Errorf("a thread in no team numbered %d", th.teamID)
+	}
+	checked := false
+	if th.task != 0 {
+		if err := r.confirmICVs(th.task); err != nil {
+			return err
+		}
+		checked = true
+	}
+	if th.pool != 0 {
+		threads, _, err := r.pool(th.pool)
+		if err != nil {
+			return err
+		}
+		if threads != 0 {
+			p, err := r.mem.Ptr(threads, "gomp_thread_pool.threads[0]")
+			if err != nil {
+				return err
+			}
+			if p != th.addr {
+				return fmt.Errorf("pool %#x: threads[0] is %#x, not its primary thread %#x", th.pool, p, th.addr)
+			}
+			checked = true
+		}
+	}
+	if !checked {
+		return errNothingToConfirm
+	}
+	return nil
+}
+
+// pool reads a thread pool's threads array and threads_used.
+func (r *Runtime) pool(pool uint64) (threads, used uint64, err error) {
+	l := r.lay
+	threads, err = r.mem.Ptr(pool+l.f(poolThreads).Off, "gomp_thread_pool.threads")
+	if err != nil {
+		return 0, 0, err
+	}
+	used, err = r.mem.Uint(pool+l.f(poolThreadsUsed).Off, 4, "gomp_thread_pool.threads_used")
+	if err != nil {
+		return 0, 0, err
+	}
+	if used > maxTeam {
+		return 0, 0, fmt.Errorf("pool %#x of %d threads", pool, used)
+	}
+	if used > 0 && threads == 0 {
+		return 0, 0, fmt.Errorf("pool %#x of %d threads has no threads array", pool, used)
+	}
+	return threads, used, nil
+}
+
+// confirmICVs checks that a task's ICVs are in the ranges libgomp keeps
+// them in: nthreads-var and thread-limit-var at least 1, dyn-var a bool,
+// bind-var an omp_proc_bind_t.
+func (r *Runtime) confirmICVs(task uint64) error {
+	l := r.lay
+	v, err := r.mem.View(task, l.size(typeTask), "gomp_task")
+	if err != nil {
+		return err
+	}
+	n := v.F(l.f(taskNthreads))
+	limit := v.F(l.f(taskThreadLimit))
+	dyn := v.F(l.f(taskDyn))
+	bind := v.F(l.f(taskBind))
+	if n < 1 || n > maxNthreadsVar || limit < 1 || dyn > 1 || bind > maxBindVar {
+		return fmt.Errorf("task %#x: ICVs out of range (nthreads-var %d, thread-limit-var %d, dyn-var %d, bind-var %d)", task, n, limit, dyn, bind)
 	}
 	return nil
 }

@@ -144,6 +144,113 @@ func TestFakeNum(t *testing.T) {
 	})
 }
 
+// TestFakeNumMidFork: the moments a thread's ds_tid is not its number in
+// its team (th_team) are not corrupt memory. The primary of a region at its
+// join (__kmp_join_call: ompd_bp_parallel_end is there) has ds_tid set back
+// to its number in the enclosing team while still in the ending team,
+// which names it its primary: thread 0. A thread the team keeps beyond the
+// size of its current region (a hot team that shrank under
+// KMP_HOT_TEAMS_MODE=1, a teams construct's team running a smaller
+// parallel region, a team being grown) is in none of the team's regions:
+// ErrUnavailable. Only a number no team can have is corrupt. The same on a
+// real runtime: target/delve TestRegionStops.
+func TestFakeNumMidFork(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s, as := fakeOpenNested(t, cfg)
+		ths := fakeThreads(t, as)
+		// Thread 1, Inner's primary, at Inner's join: its number in
+		// Outer is Inner's t_master_tid, 1; with 3 it is beyond
+		// Inner's 2 threads.
+		for _, tid := range []int{1, 3} {
+			s.Inner.SetMasterTid(tid)
+			s.Threads[1].SetTid(tid)
+			as.Refresh()
+			n, err := ths[1].Num()
+			require.NoError(t, err, "ds_tid %d", tid)
+			assert.Zero(t, n, "ds_tid %d: the primary of the ending region", tid)
+			p, err := ths[1].CurrentParallel()
+			require.NoError(t, err)
+			assert.Equal(t, s.Inner.Addr, p.Addr(), "the current region is the ending one")
+			pt, err := p.Thread(0)
+			require.NoError(t, err)
+			assert.True(t, pt.Equal(ths[1]))
+			snap, err := as.Snapshot(context.Background())
+			require.NoError(t, err)
+			assert.Empty(t, snap.Errors, "ds_tid %d", tid)
+		}
+
+		// Outer's current region has 3 of its 4 threads: thread 3 is
+		// kept in the team outside it.
+		s, as = fakeOpenNested(t, cfg)
+		s.Outer.SetNProc(3)
+		as.Refresh()
+		ths = fakeThreads(t, as)
+		_, err := ths[3].Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "beyond the 3 threads")
+		_, err = ths[3].CurrentTask()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		p, err := ths[3].CurrentParallel()
+		require.NoError(t, err)
+		assert.Equal(t, s.Root.Addr, p.Addr(), "the region enclosing the team's")
+		n, err := ths[0].Num()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the team's primary")
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		assert.Empty(t, snap.Errors)
+
+		// A number no team can have (the thread table holds fewer
+		// threads) is corrupt, for the primary too.
+		for _, g := range []int{1, 3} {
+			s, as = fakeOpenNested(t, cfg)
+			s.Threads[g].SetTid(1 << 24)
+			as.Refresh()
+			_, err = fakeThreads(t, as)[g].Num()
+			assert.ErrorIs(t, err, ompd.ErrCorrupt, "thread %d", g)
+		}
+	})
+}
+
+// TestFakeIdleNestedHotTeam: a nested hot team (KMP_HOT_TEAMS_MAX_LEVEL
+// above 1) kept by its primary after its region ended keeps the parent and
+// levels of that region, and the runtime may since have reused the parent
+// team at another level. Its idle workers are in no region of it: their
+// region is unavailable, not corrupt.
+func TestFakeIdleNestedHotTeam(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s, as := fakeOpenNested(t, cfg)
+		// Inner's primary (thread 1) is back in Outer, its worker
+		// (thread 2, out of its serial team) waits in Inner.
+		s.Threads[1].SetTeam(s.Outer)
+		s.Threads[1].SetTid(1)
+		s.Threads[2].SetTeam(s.Inner)
+		s.Threads[2].SetTid(1)
+		as.Refresh()
+		ths := fakeThreads(t, as)
+		_, err := ths[2].Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "idle in the hot team")
+		p, err := ths[2].CurrentParallel()
+		require.NoError(t, err)
+		assert.Equal(t, s.Outer.Addr, p.Addr(), "the region enclosing the team's")
+
+		// Inner's parent, reused since for a region at a deeper level
+		// (here: the serial team, at levels 3 to 5): Inner's link to it
+		// is from Inner's last region.
+		s.Inner.SetParentAddr(s.Serial.Addr)
+		as.Refresh()
+		_, err = ths[2].CurrentParallel()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "has changed since")
+		snap, err := as.Snapshot(context.Background())
+		require.NoError(t, err)
+		for _, e := range snap.Errors {
+			assert.NotContains(t, e, ths[2].String()+" ", "the idle worker")
+		}
+	})
+}
+
 // TestFakeNotFullyStarted: a thread the runtime registered but has not
 // finished starting (no pthread id yet) and a runtime that has not counted
 // the processors yet answer ErrUnavailable saying why, not zeros. The

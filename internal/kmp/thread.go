@@ -2,6 +2,7 @@ package kmp
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/omprt"
@@ -458,14 +459,23 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		d.Num = 0
 	} else if tm := s.team(team); tm.err != nil {
 		d.RegionErr = tm.err
-	} else if idle = s.idleWorker(tt, tm, d.Num); idle {
-		// A worker kept in a hot team whose region ended: it is in no
-		// active region, like its primary thread, until the next fork.
+	} else if why := s.outsideRegion(tt, r, tm, d.Num); why != "" {
+		// A worker kept in a hot team whose region ended, or in a team
+		// whose current region does not count it: it is in no region
+		// of that team until the team's next fork.
+		idle = true
 		name := omprt.ThreadName(r)
-		d.NumErr = errorf(omprt.ErrUnavailable, "%v is idle in the hot team %#x, waiting for its next parallel region", name, team)
+		d.NumErr = errorf(omprt.ErrUnavailable, "%v %s, waiting for its next parallel region", name, why)
 		d.Num = 0
-		d.TaskErr = errorf(omprt.ErrUnavailable, "%v is idle in the hot team %#x: no current task until its next parallel region", name, team)
+		d.TaskErr = errorf(omprt.ErrUnavailable, "%v %s: no current task until its next parallel region", name, why)
 		switch {
+		case tm.enclosingErr != nil && errors.Is(tm.enclosingErr, omprt.ErrCorrupt):
+			// The runtime sets a team's parent and levels when it
+			// forks the team. A nested hot team kept idle by its
+			// primary (KMP_HOT_TEAMS_MAX_LEVEL above 1) holds those
+			// of its last region, whose enclosing team the runtime
+			// may have reused since at another level.
+			d.RegionErr = errorf(omprt.ErrUnavailable, "%v %s, whose enclosing team %#x has changed since the team's last region", name, why, tm.parent)
 		case tm.enclosingErr != nil:
 			d.RegionErr = tm.enclosingErr
 		case tm.parent == 0:
@@ -475,17 +485,41 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		}
 	} else if tm.bodyOnly {
 		// The primary of a league's team running the teams body: in
-		// the league's level-0 region (its workers are idle, above).
+		// the league's level-0 region (its workers are idle, above),
+		// where it is the initial thread of its team. At the end of
+		// the teams region (__kmp_join_call) its ds_tid already holds
+		// its team number.
 		d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
+		d.Num = 0
 	} else {
 		d.Region = omprt.Ref{Addr: team, Level: tm.level}
-		if tm.league {
+		switch {
+		case tm.league:
 			// In a teams region outside any parallel region: the
 			// initial thread of its team (ds_tid is its team number).
 			d.Num = 0
+		case d.Num < 0 || int64(d.Num) >= s.maxTeamSize():
+			// No team is larger than the thread table.
+		case d.Num != 0:
+			// The team's primary while the runtime moves it between
+			// the team and the enclosing one: ds_tid already (or
+			// still) holds its number there, t_master_tid. From
+			// __kmp_join_call restoring ds_tid until it sets th_team
+			// to the parent team after __kmp_free_team (the region
+			// ending, ompd_bp_parallel_end on the way, where the
+			// current region is the ending one), and in
+			// __kmpc_serialized_parallel from setting th_team to the
+			// serial team until it zeroes ds_tid. The team's thread
+			// array names it its primary: thread 0. (Other threads
+			// beyond the team's size are outside its region, above.)
+			if p, err := s.teamPrimary(tm); err != nil {
+				d.NumErr, d.Num = err, 0
+			} else if p == r.Addr {
+				d.Num = 0
+			}
 		}
 		// Thread numbers are bounded by the team's size.
-		if d.Num < 0 || d.Num >= int(tm.nproc) {
+		if d.NumErr == nil && (d.Num < 0 || d.Num >= int(tm.nproc)) {
 			d.NumErr = errorf(omprt.ErrCorrupt, "%v: thread number %d in a team of %d", omprt.ThreadName(r), d.Num, tm.nproc)
 			d.Num = 0
 		}
@@ -504,38 +538,66 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	return rec
 }
 
-// idleWorker reports whether the thread with number num of team tm is a
-// worker kept in a hot team after its region ended: the team's primary
-// thread is no longer in the team nor in any team nested in it.
-func (s *stop) idleWorker(tt *threadTable, tm *team, num int) bool {
-	if tm.bodyOnly && num > 0 {
-		// Workers of a league's team wait in their first fork barrier
-		// until the teams body starts a parallel region.
-		return true
+// teamPrimary returns the kmp_info_t of the team's primary thread, the
+// first entry of its thread array.
+func (s *stop) teamPrimary(tm *team) (uint64, error) {
+	if tm.threads == 0 {
+		return 0, errorf(omprt.ErrCorrupt, "team %#x has no thread array", tm.addr)
 	}
-	if num <= 0 || tm.nproc <= 1 || tm.league || tm.threads == 0 {
-		return false
+	return s.rt.readPtr(tm.threads, "team thread array")
+}
+
+// outsideRegion tells why the thread r, with number num in team tm (its
+// th_team), is in none of the team's regions: "" if it is in the current
+// one. That is a worker of the team when
+//   - it is kept in a hot team after its region ended: the team's primary
+//     is no longer in the team nor in any team nested in it;
+//   - it is a worker of a league's team that runs the teams body only:
+//     workers wait in their first fork barrier until the body starts a
+//     parallel region;
+//   - its number is not below the team's size, t_nproc: the runtime keeps
+//     it in the team beyond the threads of the current region. A hot team
+//     that shrank keeps its extra threads with KMP_HOT_TEAMS_MODE=1
+//     (__kmp_allocate_team); a teams construct's team keeps them while a
+//     parallel region inside it runs with fewer (__kmp_fork_in_teams,
+//     __kmp_join_call); and a team the runtime grows names its new
+//     threads' team and number (__kmp_allocate_thread,
+//     __kmp_initialize_info) before it updates t_nproc
+//     (__kmp_initialize_team). Numbers beyond the thread table's size,
+//     and the primary's, are not this: see decodeThread.
+func (s *stop) outsideRegion(tt *threadTable, r omprt.ThreadRef, tm *team, num int) string {
+	if num <= 0 || tm.league || tm.threads == 0 || int64(num) >= s.maxTeamSize() {
+		return ""
 	}
-	primary, err := s.rt.readPtr(tm.threads, "team thread array")
-	if err != nil {
-		return false
+	primary, err := s.teamPrimary(tm)
+	if err != nil || primary == r.Addr {
+		return ""
+	}
+	if tm.bodyOnly {
+		return fmt.Sprintf("is idle in the hot team %#x", tm.addr)
+	}
+	if num >= int(tm.nproc) {
+		return fmt.Sprintf("is number %d in team %#x, beyond the %d threads of the team's current region (kept for a larger team, or being added to one)", num, tm.addr, tm.nproc)
+	}
+	if tm.nproc <= 1 {
+		return ""
 	}
 	ppos, ok := tt.byAddr[primary]
 	if !ok || tt.errs[ppos] != nil {
-		return false
+		return ""
 	}
 	cur := tt.infos[ppos].F(s.rt.l.thTeam)
 	for i := 0; cur != 0 && i <= maxLevel+1; i++ {
 		if cur == tm.addr {
-			return false
+			return ""
 		}
 		c := s.team(cur)
 		if c.err != nil || c.enclosingErr != nil {
-			return false // cannot tell: not idle
+			return "" // cannot tell: not idle
 		}
 		cur = c.parent
 	}
-	return true
+	return fmt.Sprintf("is idle in the hot team %#x", tm.addr)
 }
 
 // league returns the team number and the number of teams of a thread in

@@ -215,8 +215,10 @@ func TestFakeNumMidFork(t *testing.T) {
 // TestFakeIdleNestedHotTeam: a nested hot team (KMP_HOT_TEAMS_MAX_LEVEL
 // above 1) kept by its primary after its region ended keeps the parent and
 // levels of that region, and the runtime may since have reused the parent
-// team at another level. Its idle workers are in no region of it: their
-// region is unavailable, not corrupt.
+// team at another level, and taken the primary into another team as a
+// worker. The team's workers are idle, in no region of it: their region
+// is unavailable, not corrupt. The same on a real runtime: target/delve
+// TestRegionStops.
 func TestFakeIdleNestedHotTeam(t *testing.T) {
 	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
 		s, as := fakeOpenNested(t, cfg)
@@ -248,6 +250,19 @@ func TestFakeIdleNestedHotTeam(t *testing.T) {
 		for _, e := range snap.Errors {
 			assert.NotContains(t, e, ths[2].String()+" ", "the idle worker")
 		}
+
+		// The primary, freed to the pool since, taken as a worker into
+		// a team whose links are stale too (Outer, now at level 3): it
+		// is not in Inner's region whatever Outer's parent is.
+		s.Inner.SetParentAddr(s.Outer.Addr)
+		s.Outer.SetLevel(3)
+		as.Refresh()
+		_, err = ths[2].Num()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "idle in the hot team")
+		_, err = ths[2].CurrentParallel()
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.ErrorContains(t, err, "has changed since")
 	})
 }
 

@@ -586,14 +586,27 @@ func (s *stop) outsideRegion(tt *threadTable, r omprt.ThreadRef, tm *team, num i
 	if !ok || tt.errs[ppos] != nil {
 		return ""
 	}
+	// The primary runs the team's current region if it is in the team
+	// or in a team nested in it, which it is the primary of too (it
+	// forked it, or serialized it). As a worker of another team it has
+	// left the team: a nested hot team's primary, freed to the pool
+	// when its own team shrank, may be taken into another hot team.
 	cur := tt.infos[ppos].F(s.rt.l.thTeam)
-	for i := 0; cur != 0 && i <= maxLevel+1; i++ {
+	for i := 0; cur != 0; i++ {
 		if cur == tm.addr {
 			return ""
 		}
 		c := s.team(cur)
-		if c.err != nil || c.enclosingErr != nil {
+		if i > maxLevel || c.err != nil {
 			return "" // cannot tell: not idle
+		}
+		if p, err := s.teamPrimary(c); err != nil {
+			return ""
+		} else if p != primary {
+			break
+		}
+		if c.enclosingErr != nil {
+			return ""
 		}
 		cur = c.parent
 	}

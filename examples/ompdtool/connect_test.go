@@ -168,6 +168,7 @@ func TestConnectFollow(t *testing.T) {
 		code, want, errOut := execTool(ctx, "-q", "-threads", "core", s.Exe, dump)
 		require.Equal(t, 0, code, errOut)
 		assert.Equal(t, want, blocks[i], "stop %d: connect -follow prints what core prints for dlv's dump", i+1)
+		assert.NotContains(t, blocks[i], "Errors (", "stop %d: no errors (the second is at a region's end)", i+1)
 		assert.Equal(t, lwps[i], printedLWPs(blocks[i]), "stop %d: the threads dlv lists", i+1)
 	}
 }

@@ -152,14 +152,21 @@ func TestSession(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "ompd_bp_parallel_end", name)
 	// The thread there is in a region that is ending; the runtime still
-	// answers for it.
+	// answers for it: it is that region's primary, thread 0, although
+	// the runtime has already set its ds_tid back to its number in the
+	// enclosing team (2 for outer thread 2 in an inner team of 2 read as
+	// corrupt memory once).
 	th, err := as.ThreadByOSThread(ompd.LWPID, uint64(st3.CurrentThread.ID))
 	require.NoError(t, err)
 	_, _, err = th.State()
 	assert.NoError(t, err)
+	num, err := th.Num()
+	require.NoError(t, err)
+	assert.Zero(t, num, "the primary of the ending region")
 	snap, err := as.Snapshot(ctx)
 	require.NoError(t, err)
 	assert.NotEmpty(t, snap.Threads)
+	assert.Empty(t, snap.Errors, "nothing at the end of a region reads as inconsistent")
 
 	// The threads are dlv's, and every answer is the one the core dlv
 	// dumped at this stop gives.

@@ -155,7 +155,9 @@ func (t Thread) StateInferred() (bool, error) {
 // Num returns the thread's number in the team of its innermost parallel
 // region (ompd_get_thread_num; omp_get_thread_num in the thread). A thread
 // in no team (idle in the thread pool or in a hot team whose region ended,
-// or not started) has none: ErrUnavailable, saying which.
+// kept by a team beyond the size of its current region, or not started)
+// has none: ErrUnavailable, saying which. At ompd_bp_parallel_end the
+// ending region is the innermost one, and its primary is thread 0.
 func (t Thread) Num() (int, error) {
 	d, err := t.data()
 	if err != nil {

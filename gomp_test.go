@@ -181,27 +181,6 @@ func gompRuntimes() map[string]func(testing.TB) fixtures.RuntimeInfo {
 	return m
 }
 
-// envList is the list ICV a task at level has, as OpenMP defines it: its
-// own value first, then what the environment's list (OMP_NUM_THREADS,
-// OMP_PROC_BIND as numbers) gives the regions nested below it.
-func envList(first int, env string, level int) string {
-	out := []string{strconv.Itoa(first)}
-	if items := strings.Split(env, ","); env != "" && level+1 < len(items) {
-		out = append(out, items[level+1:]...)
-	}
-	return strings.Join(out, ",")
-}
-
-// procBindNumbers turns OMP_PROC_BIND's names into omp_proc_bind_t values.
-func procBindNumbers(env string) string {
-	num := map[string]string{"false": "0", "true": "1", "primary": "2", "master": "2", "close": "3", "spread": "4"}
-	var out []string
-	for _, s := range strings.Split(env, ",") {
-		out = append(out, num[strings.TrimSpace(s)])
-	}
-	return strings.Join(out, ",")
-}
-
 // TestGompListAndTextICVs reads the icvs fixture (OMP_NUM_THREADS=3,2,1,
 // OMP_PROC_BIND=spread,close, an OMP_AFFINITY_FORMAT) through the public
 // API and compares the text ICVs and the lists with the program's truth:
@@ -218,7 +197,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 			globals := rname != "system"
 			truth := stop.Truth
 			nthreadsEnv := truth.Env["OMP_NUM_THREADS"]
-			bindEnv := procBindNumbers(truth.Env["OMP_PROC_BIND"])
+			bindEnv := fixtures.ProcBindNumbers(truth.Env["OMP_PROC_BIND"])
 			require.Equal(t, "3,2,1", nthreadsEnv)
 			require.Equal(t, "4,3", bindEnv)
 
@@ -246,7 +225,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 				want := truth.ThreadByTID(int(lwp))
 				require.NotNil(t, want)
 				require.NotNil(t, want.ICV)
-				wantList := envList(want.MaxThreads, nthreadsEnv, want.Level)
+				wantList := fixtures.EnvList(want.MaxThreads, nthreadsEnv, want.Level)
 
 				text, err := th.ICVString(ompd.ICVNthreadsVar)
 				list, lerr := th.NthreadsList()
@@ -282,7 +261,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 				for l := want.Level; l >= 0; l-- {
 					ticv := truth.TaskICV(want, l)
 					require.NotNil(t, ticv, "truth of level %d", l)
-					wantBind := envList(ticv.ProcBindKind, bindEnv, l)
+					wantBind := fixtures.EnvList(ticv.ProcBindKind, bindEnv, l)
 					text, err := task.ICVString(ompd.ICVBindVar)
 					pb, perr := task.ProcBind()
 					if globals {

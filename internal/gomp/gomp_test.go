@@ -296,7 +296,7 @@ func checkTeamsICVs(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, global
 // the initial task's ICVs (gomp_global_icv) are ErrUnavailable.
 func checkLevelLists(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, th *fixtures.Thread, cur omprt.Ref, globals bool) {
 	t.Helper()
-	bind := procBindNumbers(truth.Env["OMP_PROC_BIND"])
+	bind := fixtures.ProcBindNumbers(truth.Env["OMP_PROC_BIND"])
 	for l := th.Level; l >= 0; {
 		td, err := r.Task(cur)
 		require.NoError(t, err)
@@ -315,7 +315,7 @@ func checkLevelLists(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, th *f
 					case globals:
 						require.NoError(t, err, "ICV %d at level %d", c.id, l)
 						assert.True(t, v.HasText)
-						assert.Equal(t, envList(c.first, c.env, l), v.Text, "ICV %d at level %d", c.id, l)
+						assert.Equal(t, fixtures.EnvList(c.first, c.env, l), v.Text, "ICV %d at level %d", c.id, l)
 					case l == 0 && errors.Is(err, omprt.ErrUnavailable):
 						assert.ErrorContains(t, err, "debug information")
 					default:
@@ -332,29 +332,6 @@ func checkLevelLists(t *testing.T, r omprt.Runtime, truth *fixtures.Truth, th *f
 		require.NoError(t, td.GeneratingErr, "the task above level %d", l+1)
 		cur = td.Generating
 	}
-}
-
-// envList is a list ICV of a task at level: its own value first, then
-// what the environment's list gives the regions nested below it.
-func envList(first int, env string, level int) string {
-	out := []string{strconv.Itoa(first)}
-	if items := strings.Split(env, ","); env != "" && level+1 < len(items) {
-		out = append(out, items[level+1:]...)
-	}
-	return strings.Join(out, ",")
-}
-
-// procBindNumbers turns OMP_PROC_BIND's names into omp_proc_bind_t values.
-func procBindNumbers(env string) string {
-	if env == "" {
-		return ""
-	}
-	num := map[string]string{"false": "0", "true": "1", "primary": "2", "master": "2", "close": "3", "spread": "4"}
-	var out []string
-	for _, s := range strings.Split(env, ",") {
-		out = append(out, num[strings.ToLower(strings.TrimSpace(s))])
-	}
-	return strings.Join(out, ",")
 }
 
 // checkDisplay compares the display control variables with the block the

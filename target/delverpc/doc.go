@@ -24,8 +24,11 @@
 // # What it asks the server
 //
 // Only requests that read: GetVersion (first: a server of another API
-// version is refused, and its version is never changed), State (with
-// NonBlocking, which returns at once while the program runs), ListThreads
+// version is refused, and its version is never changed), DumpWait (with
+// no wait: whether the server is writing a core, before each State),
+// State (with NonBlocking, which returns at once while the program runs;
+// never while a dump is under way, which would wedge Delve 1.27's server:
+// dumpstate.md), ListThreads
 // through State, ListRegisters (fs_base, the thread pointer),
 // ListBreakpoints (hit counts, to tell stops apart), ListDynamicLibraries,
 // ExamineMemory, IsMulticlient and, for a server on a core file that lists

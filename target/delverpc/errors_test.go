@@ -63,6 +63,7 @@ type fakeServer struct {
 	dieOnRead  bool
 	single     bool // not --accept-multiclient
 	threads    int  // threads 1..threads instead of thread 42
+	dumping    bool // DumpWait says a core dump is under way
 	conn       net.Conn
 	mu         sync.Mutex
 	calls      []string
@@ -91,6 +92,14 @@ func (s *RPCServer) SetApiVersion(_ api.SetAPIVersionIn, _ *api.SetAPIVersionOut
 func (s *RPCServer) IsMulticlient(_ rpc2.IsMulticlientIn, out *rpc2.IsMulticlientOut) error {
 	s.note("IsMulticlient")
 	out.IsMulticlient = !s.f.single
+	return nil
+}
+
+func (s *RPCServer) DumpWait(_ rpc2.DumpWaitIn, out *rpc2.DumpWaitOut) error {
+	s.note("DumpWait")
+	s.f.mu.Lock()
+	out.State.Dumping = s.f.dumping
+	s.f.mu.Unlock()
 	return nil
 }
 
@@ -292,4 +301,34 @@ func TestManyThreadsPipelined(t *testing.T) {
 	assert.Equal(t, uint64(0x401000), pc)
 	_, err = tgt.LookupThreadLocal(7, "x")
 	assert.ErrorIs(t, err, target.ErrUnsupported)
+}
+
+// TestNoStateWhileDumping: while the server writes a core dump, Update
+// answers ErrRunning without asking State with NonBlocking, which would
+// leave Delve 1.27's dump mutex locked and the server wedged
+// (dumpstate.md); once the dump is done it reads the stop again.
+func TestNoStateWhileDumping(t *testing.T) {
+	f := &fakeServer{apiVersion: 2}
+	addr := listen(t, f.serve)
+	ctx := context.Background()
+	tgt, err := delverpc.Dial(ctx, addr, delverpc.WithTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer tgt.Close()
+
+	f.mu.Lock()
+	f.dumping, f.calls = true, nil
+	f.mu.Unlock()
+	_, err = tgt.Update(ctx)
+	require.ErrorIs(t, err, delverpc.ErrRunning)
+	assert.Contains(t, err.Error(), "dumping a core")
+	f.mu.Lock()
+	assert.Equal(t, []string{"DumpWait"}, f.calls, "no State while the server dumps")
+	f.dumping, f.calls = false, nil
+	f.mu.Unlock()
+
+	_, err = tgt.Update(ctx)
+	require.NoError(t, err)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Contains(t, f.calls, "State")
 }

@@ -246,6 +246,18 @@ const maxObserve = 5
 // that came in between would mix two stops.
 func (t *Target) observe(ctx context.Context) (info stopInfo, now, err error) {
 	state := func() (*api.DebuggerState, error, error) {
+		// Delve 1.27's Debugger.State, asked not to wait while a core
+		// dump is under way, returns without unlocking the dump's mutex:
+		// the dump, and every later State, then wait forever (see
+		// dumpstate.md). Ask whether the server dumps first, which
+		// takes that mutex properly.
+		var dw rpc2.DumpWaitOut
+		if err := t.c.call(ctx, true, "DumpWait", rpc2.DumpWaitIn{Wait: 0}, &dw); err != nil {
+			return nil, nil, err
+		}
+		if dw.State.Dumping {
+			return nil, fmt.Errorf("delverpc: %w: the server is dumping a core", ErrRunning), nil
+		}
 		var st rpc2.StateOut
 		err := t.c.call(ctx, true, "State", rpc2.StateIn{NonBlocking: true}, &st)
 		switch {

@@ -234,12 +234,7 @@ func TestBacktraceGomp(t *testing.T) {
 		for _, name := range []string{fixtures.Tasks, fixtures.Nested} {
 			t.Run(rname+"/"+name, func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info(t), name)
-				c, err := core.Open(stop.Exe, stop.Core)
-				require.NoError(t, err)
-				defer c.Close()
-				as, err := ompd.Open(c)
-				require.NoError(t, err)
-				defer as.Close()
+				as := openStop(t, stop)
 				bts := ompdtest.CheckUnplacedBacktraces(t, as, stop.Truth)
 				ompdtest.CompareWithGDB(t, ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core), bts)
 			})

@@ -105,12 +105,7 @@ func TestGompThroughAPI(t *testing.T) {
 // for its regions and implicit tasks, not the runtime's wrapper.
 func TestGCCProgramOnLLVM(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.GCCOnLLVM(t), fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core)
-	require.NoError(t, err)
-	defer c.Close()
-	as, err := ompd.Open(c)
-	require.NoError(t, err)
-	defer as.Close()
+	as := openStop(t, stop)
 	assert.Equal(t, "LLVM libomp", as.Runtime().Name)
 	threads, err := as.Threads()
 	require.NoError(t, err)

@@ -94,12 +94,7 @@ func TestREADMEShowOnSystemGomp(t *testing.T) {
 			stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), name)
 			var out bytes.Buffer
 			require.NoError(t, readmeShow(&out, stop.Exe, stop.Core))
-			c, err := core.Open(stop.Exe, stop.Core)
-			require.NoError(t, err)
-			defer c.Close()
-			as, err := ompd.Open(c)
-			require.NoError(t, err)
-			defer as.Close()
+			as := openStop(t, stop)
 			threads, err := as.Threads()
 			require.NoError(t, err)
 			require.Len(t, threads, len(stop.Truth.Threads))

@@ -1527,8 +1527,6 @@ func (s *session) frameTruth(info *taskInfo) (exit, enter, exitFlags, enterFlags
 	return addr("exit", ex), addr("enter", en), flags("exit", ex), flags("enter", en)
 }
 
-// taskFacts sums up a task libompd's chain skips: its frames with their
-// flags, and the nesting depth of its entry function.
 // implicitTaskFacts sums up an implicit task libompd's chain skips: the
 // level of its region and the nesting depth of its entry function (or
 // "no function" where ours has none).
@@ -1555,6 +1553,8 @@ func implicitTaskFacts(k ompd.Task) string {
 	return fmt.Sprintf("level %d, outlined depth %d", l, depth)
 }
 
+// taskFacts sums up a task libompd's chain skips: its frames with their
+// flags, and the nesting depth of its entry function.
 func taskFacts(k ompd.Task) string {
 	fr, err := k.Frames()
 	if err != nil {

@@ -474,3 +474,47 @@ func TestGomp(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateWhileDumping: a client that follows the session keeps asking
+// for the server's state while the user has dlv dump cores of the stop.
+// Delve 1.27's server wedges for good if a State that does not wait comes
+// in while a dump is under way (dumpstate.md); whenever the dump starts,
+// every dump must end, the Target must see the same stop after each, and
+// the user's session must stay as it was.
+func TestUpdateWhileDumping(t *testing.T) {
+	s := dlvtest.Start(t, fixtures.Nested)
+	ctx := testContext(t)
+	s.BreakAt(t, "stopme")
+	st := s.Continue(t)
+	bps, err := s.User.ListBreakpoints(false)
+	require.NoError(t, err)
+	tgt, err := delverpc.Dial(ctx, s.Srv.Addr)
+	require.NoError(t, err)
+	defer tgt.Close()
+
+	stop := make(chan struct{})
+	polled := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				polled <- nil
+				return
+			default:
+			}
+			if _, err := tgt.Update(ctx); err != nil && !errors.Is(err, delverpc.ErrRunning) {
+				polled <- err
+				return
+			}
+		}
+	}()
+	for range 3 {
+		s.Dump(t) // fails the test if the dump does not end
+	}
+	close(stop)
+	require.NoError(t, <-polled)
+	changed, err := tgt.Update(ctx)
+	require.NoError(t, err)
+	assert.False(t, changed, "the dumps are not stops")
+	s.Unchanged(t, st, bps)
+}

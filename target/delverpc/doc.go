@@ -24,11 +24,11 @@
 // # What it asks the server
 //
 // Only requests that read: GetVersion (first: a server of another API
-// version is refused, and its version is never changed), DumpWait (with
-// no wait: whether the server is writing a core, before each State),
-// State (with NonBlocking, which returns at once while the program runs;
-// never while a dump is under way, which would wedge Delve 1.27's server:
-// dumpstate.md), ListThreads
+// version is refused, and its version is never changed), State (one
+// that waits for the stop, given a second to answer; never with
+// NonBlocking, which wedges Delve 1.27's server if a core dump is under
+// way: dumpstate.md), DumpWait (with no wait: whether the server is
+// writing a core, when State did not answer), ListThreads
 // through State, ListRegisters (fs_base, the thread pointer),
 // ListBreakpoints (hit counts, to tell stops apart), ListDynamicLibraries,
 // ExamineMemory, IsMulticlient and, for a server on a core file that lists
@@ -55,10 +55,10 @@
 // whether the process stopped again since; WaitStop polls it until the
 // next stop, to follow a session. ReadMemory and the others never ask on
 // their own, so a Target does not slow down the reads of a stop.
-// While the user's program runs, Update and every read fail at once with
-// ErrRunning (a Delve server holds its process lock while the program
-// runs, and would answer a read only at the next stop); once the program
-// exited, with ErrExited.
+// While the user's program runs, Update fails with ErrRunning after a
+// second, and every read at once (a Delve server holds its process lock
+// while the program runs, and would answer a read only at the next
+// stop); once the program exited, with ErrExited.
 //
 // # Failures
 //

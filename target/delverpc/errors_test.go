@@ -61,9 +61,10 @@ func listen(t *testing.T, serve func(net.Conn)) string {
 type fakeServer struct {
 	apiVersion int
 	dieOnRead  bool
-	single     bool // not --accept-multiclient
-	threads    int  // threads 1..threads instead of thread 42
-	dumping    bool // DumpWait says a core dump is under way
+	single     bool          // not --accept-multiclient
+	threads    int           // threads 1..threads instead of thread 42
+	dumping    bool          // a core dump is under way: DumpWait says so, State waits
+	dumped     chan struct{} // closed when the dump under way ends
 	conn       net.Conn
 	mu         sync.Mutex
 	calls      []string
@@ -103,8 +104,21 @@ func (s *RPCServer) DumpWait(_ rpc2.DumpWaitIn, out *rpc2.DumpWaitOut) error {
 	return nil
 }
 
-func (s *RPCServer) State(_ rpc2.StateIn, out *rpc2.StateOut) error {
-	s.note("State")
+// State answers as Delve's does: while a dump is under way, a State
+// asked to wait waits for its end; one asked not to wait is noted apart
+// (it would wedge Delve 1.27's server).
+func (s *RPCServer) State(in rpc2.StateIn, out *rpc2.StateOut) error {
+	if in.NonBlocking {
+		s.note("State(NonBlocking)")
+	} else {
+		s.note("State")
+	}
+	s.f.mu.Lock()
+	dumping, dumped := s.f.dumping, s.f.dumped
+	s.f.mu.Unlock()
+	if dumping && !in.NonBlocking {
+		<-dumped
+	}
 	th := &api.Thread{ID: 42, PC: 0x401000}
 	out.State = &api.DebuggerState{Pid: 42, Threads: []*api.Thread{th}, CurrentThread: th}
 	if s.f.threads > 0 {
@@ -304,9 +318,10 @@ func TestManyThreadsPipelined(t *testing.T) {
 }
 
 // TestNoStateWhileDumping: while the server writes a core dump, Update
-// answers ErrRunning without asking State with NonBlocking, which would
-// leave Delve 1.27's dump mutex locked and the server wedged
-// (dumpstate.md); once the dump is done it reads the stop again.
+// answers ErrRunning, saying why, without ever asking State with
+// NonBlocking, which would leave Delve 1.27's dump mutex locked and the
+// server wedged (dumpstate.md); once the dump is done it reads the stop
+// again.
 func TestNoStateWhileDumping(t *testing.T) {
 	f := &fakeServer{apiVersion: 2}
 	addr := listen(t, f.serve)
@@ -316,19 +331,25 @@ func TestNoStateWhileDumping(t *testing.T) {
 	defer tgt.Close()
 
 	f.mu.Lock()
-	f.dumping, f.calls = true, nil
+	f.dumping, f.dumped, f.calls = true, make(chan struct{}), nil
 	f.mu.Unlock()
-	_, err = tgt.Update(ctx)
-	require.ErrorIs(t, err, delverpc.ErrRunning)
-	assert.Contains(t, err.Error(), "dumping a core")
+	for range 2 {
+		_, err = tgt.Update(ctx)
+		require.ErrorIs(t, err, delverpc.ErrRunning)
+		assert.Contains(t, err.Error(), "dumping a core")
+	}
 	f.mu.Lock()
-	assert.Equal(t, []string{"DumpWait"}, f.calls, "no State while the server dumps")
+	assert.Equal(t, []string{"State", "DumpWait", "DumpWait"}, f.calls,
+		"one State waiting for the dump's end, no State that does not wait")
 	f.dumping, f.calls = false, nil
+	close(f.dumped)
 	f.mu.Unlock()
 
 	_, err = tgt.Update(ctx)
 	require.NoError(t, err)
+	_, err = tgt.Threads()
+	require.NoError(t, err)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	assert.Contains(t, f.calls, "State")
+	assert.NotContains(t, f.calls, "State(NonBlocking)")
 }

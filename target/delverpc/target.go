@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/rpc"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,7 +115,22 @@ type Target struct {
 	opened  map[imageKey]*image
 
 	look liveobj.Lookups // the lookups answered from objs
+
+	smu     sync.Mutex // guards pending
+	pending *stateCall // the State request under way, or nil
 }
+
+// stateCall is a State request, which the server answers once the process
+// is stopped (and no core dump is under way).
+type stateCall struct {
+	ready chan struct{} // closed once answered
+	call  *rpc.Call     // the answer, set before ready is closed
+	reply *rpc2.StateOut
+}
+
+// stateWait is how long Update waits for the server's state before it
+// takes the process to be running.
+const stateWait = time.Second
 
 // stopInfo identifies a stop of the process, as far as the server's state
 // tells stops apart.
@@ -245,41 +261,7 @@ const maxObserve = 5
 // The breakpoints are asked between two States that must agree: a stop
 // that came in between would mix two stops.
 func (t *Target) observe(ctx context.Context) (info stopInfo, now, err error) {
-	state := func() (*api.DebuggerState, error, error) {
-		// Delve 1.27's Debugger.State, asked not to wait while a core
-		// dump is under way, returns without unlocking the dump's mutex:
-		// the dump, and every later State, then wait forever (see
-		// dumpstate.md). Ask whether the server dumps first, which
-		// takes that mutex properly.
-		var dw rpc2.DumpWaitOut
-		if err := t.c.call(ctx, true, "DumpWait", rpc2.DumpWaitIn{Wait: 0}, &dw); err != nil {
-			return nil, nil, err
-		}
-		if dw.State.Dumping {
-			return nil, fmt.Errorf("delverpc: %w: the server is dumping a core", ErrRunning), nil
-		}
-		var st rpc2.StateOut
-		err := t.c.call(ctx, true, "State", rpc2.StateIn{NonBlocking: true}, &st)
-		switch {
-		case errors.Is(err, ErrExited):
-			return nil, fmt.Errorf("delverpc: %w", err), nil
-		case err != nil:
-			return nil, nil, err
-		}
-		s := st.State
-		switch {
-		case s == nil:
-			return nil, nil, &ServerError{Method: "State", Msg: "no state in the answer"}
-		case s.Exited:
-			return nil, fmt.Errorf("delverpc: process %d: %w (status %d)", s.Pid, ErrExited, s.ExitStatus), nil
-		case s.Running:
-			return nil, fmt.Errorf("delverpc: %w: stop it in the debugger, then update", ErrRunning), nil
-		case s.Recording || s.CoreDumping:
-			return nil, fmt.Errorf("delverpc: %w: the server is recording or dumping a core", ErrRunning), nil
-		}
-		return s, nil, nil
-	}
-	s1, now, err := state()
+	s1, now, err := t.state(ctx)
 	for i := 0; ; i++ {
 		if now != nil || err != nil {
 			return stopInfo{}, now, err
@@ -289,12 +271,88 @@ func (t *Target) observe(ctx context.Context) (info stopInfo, now, err error) {
 			return stopInfo{}, nil, err
 		}
 		var s2 *api.DebuggerState
-		s2, now, err = state()
+		s2, now, err = t.state(ctx)
 		if now == nil && err == nil && (stopOf(s1, nil).key == stopOf(s2, nil).key || i == maxObserve) {
 			return stopOf(s2, bps.Breakpoints), nil, nil
 		}
 		s1 = s2
 	}
+}
+
+// state asks the server for its state as it is now: stopped (the state),
+// or running, dumping a core or exited (now).
+//
+// It never asks State with NonBlocking: Delve 1.27 answers that, while a
+// core dump is under way, without unlocking the dump's mutex, and the
+// server is wedged for good (dumpstate.md). A dump the user starts at any
+// moment, between any two requests of this client, can meet it, so no
+// check beforehand makes it safe. A blocking State waits for the server's
+// process lock instead, which the server holds while the process runs or
+// a dump is written: state waits for it for stateWait, then says the
+// process is running (or, if DumpWait says so, that the server dumps a
+// core). The request stays under way; the next call waits for the same
+// answer, unless it came before that call, when it may belong to an
+// earlier stop and a new request is sent.
+func (t *Target) state(ctx context.Context) (*api.DebuggerState, error, error) {
+	if err := t.c.ready(true); err != nil {
+		return nil, nil, err
+	}
+	t.smu.Lock()
+	p := t.pending
+	if p != nil {
+		select {
+		case <-p.ready:
+			p = nil
+		default:
+		}
+	}
+	if p == nil {
+		p = &stateCall{ready: make(chan struct{}), reply: new(rpc2.StateOut)}
+		done := make(chan *rpc.Call, 1)
+		t.c.send("State", rpc2.StateIn{}, p.reply, done)
+		go func() {
+			p.call = <-done
+			close(p.ready)
+		}()
+		t.pending = p
+	}
+	t.smu.Unlock()
+
+	timer := time.NewTimer(stateWait)
+	defer timer.Stop()
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("delverpc: %s: State: %w", t.c.addr, ctx.Err())
+	case <-timer.C:
+		var dw rpc2.DumpWaitOut
+		if err := t.c.call(ctx, true, "DumpWait", rpc2.DumpWaitIn{Wait: 0}, &dw); err != nil {
+			return nil, nil, err
+		}
+		if dw.State.Dumping {
+			return nil, fmt.Errorf("delverpc: %w: the server is dumping a core", ErrRunning), nil
+		}
+		return nil, fmt.Errorf("delverpc: %w: the server gave no state within %v, as while the process runs (or the server is busy): stop it in the debugger, then update", ErrRunning, stateWait), nil
+	}
+	err := t.c.result("State", p.call)
+	switch {
+	case errors.Is(err, ErrExited):
+		return nil, fmt.Errorf("delverpc: %w", err), nil
+	case err != nil:
+		return nil, nil, err
+	}
+	s := p.reply.State
+	switch {
+	case s == nil:
+		return nil, nil, &ServerError{Method: "State", Msg: "no state in the answer"}
+	case s.Exited:
+		return nil, fmt.Errorf("delverpc: process %d: %w (status %d)", s.Pid, ErrExited, s.ExitStatus), nil
+	case s.Running:
+		return nil, fmt.Errorf("delverpc: %w: stop it in the debugger, then update", ErrRunning), nil
+	case s.Recording || s.CoreDumping:
+		return nil, fmt.Errorf("delverpc: %w: the server is recording or dumping a core", ErrRunning), nil
+	}
+	return s, nil, nil
 }
 
 // hitsGrew reports whether a breakpoint was hit since before: a count

@@ -1,7 +1,6 @@
 package delve
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -175,12 +174,9 @@ func processGone(pid int) error {
 		}
 		return nil // cannot tell: let the accesses say
 	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		switch b[i+2] {
-		case 'Z', 'X', 'x':
-			return fmt.Errorf("process %d: %w (killed outside the debugger)", pid, ErrExited)
-		}
+	switch statState(b) {
+	case 'Z', 'X', 'x':
+		return fmt.Errorf("process %d: %w (killed outside the debugger)", pid, ErrExited)
 	}
 	return nil
 }

@@ -123,8 +123,13 @@ func taskState(pid int, tid string) byte {
 	if err != nil {
 		return 0
 	}
-	// The command name may hold spaces and parentheses: the state follows
-	// the last ')'.
+	return statState(b)
+}
+
+// statState is the state letter of a /proc stat file's content b, or 0.
+func statState(b []byte) byte {
+	// pid (comm) state ...: comm may hold spaces and parentheses, so
+	// the state follows the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return 0

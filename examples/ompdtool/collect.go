@@ -175,10 +175,8 @@ func attachErrorYama(pid int, err error, yama string) error {
 		return fmt.Errorf("process %d is gone (it ended or was killed): %w", pid, err)
 	}
 	// An exited process not reaped yet refuses ptrace with EPERM too.
-	if st, serr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); serr == nil {
-		if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
-			return fmt.Errorf("process %d is gone (it exited; not reaped yet): %w", pid, err)
-		}
+	if state, _, ok := procStat(fmt.Sprintf("/proc/%d", pid)); ok && (state == 'Z' || state == 'X') {
+		return fmt.Errorf("process %d is gone (it exited; not reaped yet): %w", pid, err)
 	}
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
 		msg := fmt.Sprintf("process %d: not allowed to trace it (ptrace: permission denied; is it another user's?)", pid)
@@ -259,19 +257,19 @@ func (o *options) findProcs(ctx context.Context, pids []string) ([]rankProc, err
 		if o.node == "" && os.Getenv("SLURMD_NODENAME") == "" {
 			return nil, usagef("collect", "-job JOBID.STEP needs -node NAME (or SLURMD_NODENAME)")
 		}
-		cmd := exec.CommandContext(ctx, "scontrol", "listpids", job+"."+step, host)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		outb, err := cmd.Output()
+		tasks, err := listTasks(ctx, job+"."+step, host)
 		if err != nil {
-			return nil, fmt.Errorf("scontrol listpids %s.%s %s: %w: %s", job, step, host, err, strings.TrimSpace(stderr.String()))
+			return nil, err
 		}
-		return parseListPIDs(outb, host)
+		return stepRanks(tasks, host), nil
 	}
 	ownStep := os.Getenv("SLURM_STEP_ID")
 	// The tasks Slurm started on this node, listed before the scan so
 	// that a task the scan misses was there to find.
 	tasks, lerr := listTasks(ctx, job, host)
+	if errors.Is(lerr, errNoSteps) {
+		tasks, lerr = nil, nil
+	}
 	procs, err := scanProcs("/proc", job, host, ownStep, os.Getpid())
 	if err != nil {
 		return nil, err
@@ -291,18 +289,24 @@ type slurmTask struct {
 	rank int
 }
 
-// listTasks asks `scontrol listpids JOB NODE` for the processes of every
-// step of a job on a node.
-func listTasks(ctx context.Context, job, host string) ([]slurmTask, error) {
-	cmd := exec.CommandContext(ctx, "scontrol", "listpids", job, host)
+// errNoSteps reports that scontrol listpids found no step of the job on
+// the node.
+var errNoSteps = errors.New("no steps of the job on the node")
+
+// listTasks asks `scontrol listpids SPEC NODE` for the processes of a job
+// on a node (SPEC JOB: every step's; JOB.STEP: one step's). An error
+// matches errNoSteps when scontrol says there are none.
+func listTasks(ctx context.Context, spec, host string) ([]slurmTask, error) {
+	cmd := exec.CommandContext(ctx, "scontrol", "listpids", spec, host)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	outb, err := cmd.Output()
 	if err != nil {
-		if bytes.Contains(outb, []byte("There are no steps")) || strings.Contains(stderr.String(), "There are no steps") {
-			return nil, nil
+		said := strings.TrimSpace(stderr.String() + string(outb))
+		if strings.Contains(said, "There are no steps") {
+			err = fmt.Errorf("%w (%w)", err, errNoSteps)
 		}
-		return nil, fmt.Errorf("scontrol listpids %s %s: %w: %s", job, host, err, strings.TrimSpace(stderr.String()+string(outb)))
+		return nil, fmt.Errorf("scontrol listpids %s %s: %w: %s", spec, host, err, said)
 	}
 	return parseTasks(outb)
 }
@@ -413,65 +417,60 @@ func missingTasks(procDir, host string, procs []rankProc, tasks []slurmTask, own
 	return procs
 }
 
-// exited tells whether the process of /proc directory dir has exited
-// (a zombie not reaped yet).
-func exited(dir string) bool {
+// procStat reads the state letter and the parent's pid from the stat file
+// of the /proc directory dir; ok is false when it cannot be read.
+func procStat(dir string) (state byte, ppid int, ok bool) {
 	st, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
-		return true
+		return 0, 0, false
 	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(st, ')')
-	return i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], ppid, true
+}
+
+// exited tells whether the process of /proc directory dir has exited
+// (a zombie not reaped yet), or is gone.
+func exited(dir string) bool {
+	state, _, ok := procStat(dir)
+	return !ok || state == 'Z' || state == 'X'
 }
 
 // descends tells whether process pid under procDir is a descendant of
 // process anc.
 func descends(procDir string, pid, anc int) bool {
 	for i := 0; i < 64 && pid > 1; i++ {
-		st, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
-		if err != nil {
+		_, ppid, ok := procStat(filepath.Join(procDir, strconv.Itoa(pid)))
+		if !ok {
 			return false
 		}
-		j := bytes.LastIndexByte(st, ')')
-		if j < 0 {
-			return false
-		}
-		f := strings.Fields(string(st[j+1:]))
-		if len(f) < 2 {
-			return false
-		}
-		if pid, err = strconv.Atoi(f[1]); err != nil {
-			return false
-		}
-		if pid == anc {
+		if pid = ppid; pid == anc {
 			return true
 		}
 	}
 	return false
 }
 
-// parseListPIDs reads `scontrol listpids` output: PID JOBID STEPID LOCALID
-// GLOBALID, the global id being the rank. Processes with LOCALID "-" are
-// children of a task, not tasks, and are left out.
-func parseListPIDs(b []byte, host string) ([]rankProc, error) {
+// stepRanks returns the tasks of tasks (not their children) as the ranks
+// on node host.
+func stepRanks(tasks []slurmTask, host string) []rankProc {
 	var procs []rankProc
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 || f[0] == "PID" {
-			continue
+	for _, t := range tasks {
+		if t.rank >= 0 {
+			procs = append(procs, rankProc{pid: t.pid, rank: t.rank, host: host})
 		}
-		pid, err1 := strconv.Atoi(f[0])
-		rank, err2 := strconv.Atoi(f[4])
-		if f[3] == "-" || f[4] == "-" {
-			continue
-		}
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("scontrol listpids: unexpected line %q", sc.Text())
-		}
-		procs = append(procs, rankProc{pid: pid, rank: rank, host: host})
 	}
-	return procs, sc.Err()
+	return procs
 }
 
 // scanProcs finds the ranks of job on node host among the processes under

@@ -92,17 +92,17 @@ func deadPID(t *testing.T) int {
 	return p.Pid
 }
 
-// TestParseListPIDs reads scontrol listpids output, leaving out a task's
+// TestStepRanks reads scontrol listpids output, leaving out a task's
 // children.
-func TestParseListPIDs(t *testing.T) {
+func TestStepRanks(t *testing.T) {
 	out := "PID      JOBID    STEPID   LOCALID GLOBALID\n" +
 		"4321     12       0        0       4\n" +
 		"4330     12       0        -       -\n" +
 		"4322     12       0        1       5\n"
-	procs, err := parseListPIDs([]byte(out), "n3")
+	tasks, err := parseTasks([]byte(out))
 	require.NoError(t, err)
-	assert.Equal(t, []rankProc{{pid: 4321, rank: 4, host: "n3"}, {pid: 4322, rank: 5, host: "n3"}}, procs)
-	_, err = parseListPIDs([]byte("12x 1 0 0 4\n"), "n3")
+	assert.Equal(t, []rankProc{{pid: 4321, rank: 4, host: "n3"}, {pid: 4322, rank: 5, host: "n3"}}, stepRanks(tasks, "n3"))
+	_, err = parseTasks([]byte("12x 1 0 0 4\n"))
 	assert.ErrorContains(t, err, "unexpected line")
 }
 

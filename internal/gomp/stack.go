@@ -177,8 +177,14 @@ func regionEntries(frames []frameInfo, complete bool) []uint64 {
 
 // inferState says what a thread is doing from its stack.
 func (r *Runtime) inferState(th *thread, st unwind.Stack, frames []frameInfo) (int64, uint64, error) {
+	// The thread's own code starts past the C library's frames and
+	// what the C library calls in no loaded object: the vDSO, the
+	// kernel's code for clock_gettime, gettimeofday, time and getcpu,
+	// which targets do not list among the objects (a thread polling the
+	// clock in MPI_Barrier is stopped there often).
 	k := 0
-	for k < len(frames) && frames[k].where == inSystem {
+	for k < len(frames) && (frames[k].where == inSystem ||
+		frames[k].where == inUnknown && k+1 < len(frames) && frames[k+1].where == inSystem) {
 		k++
 	}
 	if k == len(frames) || frames[k].where == inUnknown {

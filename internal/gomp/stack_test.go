@@ -35,4 +35,14 @@ func TestInferTransitions(t *testing.T) {
 	s, err = infer(gomp("gomp_team_barrier_wait_end"), gomp("gomp_team_barrier_wait_final"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
 	require.NoError(t, err)
 	assert.EqualValues(t, stateBarrierImplicitPar, s, "a worker at the barrier ending its region")
+	// Code in no loaded object that the C library called (the vDSO's
+	// clock_gettime) is the C library's call; code in no object called
+	// from elsewhere says nothing.
+	s, err = infer(frameInfo{}, sys("clock_gettime"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
+	require.NoError(t, err)
+	assert.EqualValues(t, stateWorkParallel, s, "a worker reading the clock in its region's body")
+	_, err = infer(frameInfo{}, user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
+	assert.ErrorIs(t, err, omprt.ErrUnavailable, "code in no object called from the program")
+	_, err = infer(frameInfo{}, frameInfo{}, sys("clock_gettime"), user("main"))
+	assert.ErrorIs(t, err, omprt.ErrUnavailable, "code in no object called from code in no object")
 }

@@ -2,7 +2,7 @@
 # demo.sh: the main job on the built-in example. Builds the OMPD-enabled
 # runtime (first run only), compiles the nested-regions fixture program,
 # stops it at its stop point under gdb, writes a core file, and prints the
-# program's OpenMP state with the inspector (examples/ompdtool).
+# program's OpenMP state with the inspector (cmd/ompdtool).
 #
 # Usage: scripts/demo.sh [-json]
 set -euo pipefail
@@ -25,4 +25,4 @@ OMP_DEBUG=enabled MALLOC_ARENA_MAX=1 OMP_STACKSIZE=256K \
 	--args "$exe" >"$work/gdb.log" 2>&1 || { cat "$work/gdb.log" >&2; exit 1; }
 [[ -s "$work/core" ]] || { echo "demo: gdb wrote no core" >&2; cat "$work/gdb.log" >&2; exit 1; }
 
-go run ./examples/ompdtool -threads "$@" core "$exe" "$work/core"
+go run ./cmd/ompdtool -threads "$@" core "$exe" "$work/core"

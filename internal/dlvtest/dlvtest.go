@@ -5,7 +5,7 @@
 //
 // It imports Delve's JSON-RPC client (service/rpc2), the user's side of the
 // session, and is imported by tests only (of target/delverpc and
-// examples/ompdtool): no package of the library depends on it.
+// cmd/ompdtool): no package of the library depends on it.
 package dlvtest
 
 import (

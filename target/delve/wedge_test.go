@@ -19,7 +19,7 @@ import (
 // sees a thread blocked in wait4 while every thread of the program is in
 // ptrace-stop (and only then), and Delve's ptrace thread is reachable and
 // is the tracer (PTRACE_GETSIGINFO works from it, not from this thread).
-// The wedge itself is a race inside Delve; examples/ompdtool's
+// The wedge itself is a race inside Delve; cmd/ompdtool's
 // TestEventsSerialized met it about once in 20-200 runs before the nudge.
 func TestWedgeDetection(t *testing.T) {
 	r := newRun(t, fixtures.Nested)

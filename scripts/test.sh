@@ -50,6 +50,13 @@ if [[ -n "$delve_deps" ]]; then
 	echo "the root package, target or target/core depends on Delve's process or service code:"
 	echo "$delve_deps"; exit 1
 fi
+# The API package makes no network request: fetching debug files is the
+# targets' business, when asked (target/debuginfod).
+net_deps=$(go list -deps . | grep -E '^(net/http|crypto/tls)$|/target/debuginfod$' || true)
+if [[ -n "$net_deps" ]]; then
+	echo "the root package depends on network code:"
+	echo "$net_deps"; exit 1
+fi
 
 go test -race -count=1 -timeout 45m ./...
 # Every benchmark once, at 256 threads (the merge at 2048 ranks), so that

@@ -18,12 +18,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/regfile"
-	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Errors returned by Find.
@@ -32,9 +32,15 @@ var (
 	ErrNotFound = errors.New("debuginfo: no debug file found")
 	// ErrMismatch: a candidate was found but belongs to another build.
 	ErrMismatch = errors.New("debuginfo: debug file does not match the object")
-	// ErrServer: no debuginfod server could give the file.
-	ErrServer = debuginfod.ErrServer
 )
+
+// Fetcher fetches the debug file of a build-id from outside this machine:
+// *debuginfod.Client of package target/debuginfod is one. Fetch returns the
+// path of a local copy; an error matching fs.ErrNotExist says that the
+// file exists nowhere it asked (any other error, that it could not ask).
+type Fetcher interface {
+	Fetch(ctx context.Context, buildID []byte) (string, error)
+}
 
 // DefaultDebugDirs are the global debug directories searched when Options
 // names none.
@@ -46,8 +52,8 @@ type Options struct {
 	// debug-file-directory). Nil means DefaultDebugDirs; an empty,
 	// non-nil slice searches none.
 	DebugDirs []string
-	// Debuginfod, if not nil, is asked when the local search fails.
-	Debuginfod *debuginfod.Client
+	// Fetcher, if not nil, is asked when the local search fails.
+	Fetcher Fetcher
 }
 
 func (o Options) dirs() []string {
@@ -141,7 +147,7 @@ func HasDebugInfo(f *elf.File) bool {
 // Find returns the path of the separate debug file of the object at path
 // (opened as f). It tries, in order: the build-id under each debug
 // directory (DIR/.build-id/xx/rest.debug), the debuglink next to the object,
-// in its .debug/ directory and under each debug directory, then debuginfod.
+// in its .debug/ directory and under each debug directory, then the Fetcher.
 // Candidates of another build are skipped; if nothing else was found, the
 // error matches ErrMismatch and names them. Nothing found matches
 // ErrNotFound.
@@ -197,8 +203,8 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 			}
 		}
 	}
-	if opts.Debuginfod != nil && len(id) > 0 {
-		cand, err := opts.Debuginfod.Fetch(ctx, id)
+	if opts.Fetcher != nil && len(id) > 0 {
+		cand, err := opts.Fetcher.Fetch(ctx, id)
 		if err == nil {
 			if verr := verify(cand, id, false, 0); verr != nil {
 				return "", fmt.Errorf("%s: %w", verr.Error(), ErrMismatch)
@@ -206,7 +212,7 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 			return cand, nil
 		}
 		if len(mismatches) == 0 {
-			if errors.Is(err, debuginfod.ErrNotFound) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return "", fmt.Errorf("debuginfo: %s: %w: %w", path, ErrNotFound, err)
 			}
 			return "", fmt.Errorf("debuginfo: %s: %w", path, err)

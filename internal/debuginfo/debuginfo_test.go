@@ -221,12 +221,12 @@ func TestDebuginfod(t *testing.T) {
 
 	t.Run("served after a 404 server", func(t *testing.T) {
 		c := &debuginfod.Client{URLs: []string{missing.URL, good.URL}, CacheDir: t.TempDir(), Timeout: 5 * time.Second}
-		got, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
+		got, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
 		require.NoError(t, err)
 		require.True(t, HasDebugInfo(openELF(t, got)))
 		// A second lookup is served from the cache.
 		before := hits.Load()
-		got2, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
+		got2, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
 		require.NoError(t, err)
 		require.Equal(t, got, got2)
 		require.Equal(t, before, hits.Load())
@@ -234,7 +234,7 @@ func TestDebuginfod(t *testing.T) {
 
 	t.Run("every server 404", func(t *testing.T) {
 		c := &debuginfod.Client{URLs: []string{missing.URL}, CacheDir: t.TempDir()}
-		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
+		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
 		require.ErrorIs(t, err, ErrNotFound)
 		require.Contains(t, err.Error(), "404")
 	})
@@ -242,8 +242,8 @@ func TestDebuginfod(t *testing.T) {
 	t.Run("server hangs", func(t *testing.T) {
 		c := &debuginfod.Client{URLs: []string{hang.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
 		start := time.Now()
-		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
-		require.ErrorIs(t, err, ErrServer)
+		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
+		require.ErrorIs(t, err, debuginfod.ErrServer)
 		require.Less(t, time.Since(start), 5*time.Second)
 	})
 
@@ -252,8 +252,8 @@ func TestDebuginfod(t *testing.T) {
 		url := down.URL
 		down.Close()
 		c := &debuginfod.Client{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Second}
-		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
-		require.ErrorIs(t, err, ErrServer)
+		_, err := Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
+		require.ErrorIs(t, err, debuginfod.ErrServer)
 		require.Contains(t, err.Error(), url)
 	})
 
@@ -265,7 +265,7 @@ func TestDebuginfod(t *testing.T) {
 		liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(otherData) }))
 		defer liar.Close()
 		c := &debuginfod.Client{URLs: []string{liar.URL}, CacheDir: t.TempDir()}
-		_, err = Find(ctx, lib, f, Options{DebugDirs: []string{}, Debuginfod: c})
+		_, err = Find(ctx, lib, f, Options{DebugDirs: []string{}, Fetcher: c})
 		require.ErrorIs(t, err, ErrMismatch)
 	})
 }

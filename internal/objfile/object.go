@@ -139,7 +139,7 @@ type options struct {
 // WithDebugInfo sets where an object without its own symbol table or DWARF
 // looks for its separate debug file (see debuginfo.Find): opts.DebugDirs
 // are the global debug directories (nil means debuginfo.DefaultDebugDirs,
-// an empty non-nil slice none), and opts.Debuginfod the debuginfod client
+// an empty non-nil slice none), and opts.Fetcher the debuginfod client
 // asked when the local search fails (nil means no server is asked). The
 // object's .gnu_debuglink is always followed next to the object and in its
 // .debug directory. Without this option an object searches as
@@ -267,7 +267,7 @@ func (o *Object) separate() (*elf.File, error) {
 // DebugFile reports the separate debug file of an object that lacks its own
 // symbol table or DWARF: its path, or why none could be used (not found, a
 // debuginfod server failing, or a candidate of another build, matching
-// debuginfo.ErrNotFound, debuginfo.ErrServer or debuginfo.ErrMismatch). It
+// debuginfo.ErrNotFound, debuginfod.ErrServer or debuginfo.ErrMismatch). It
 // searches if no lookup has yet. An object that has both itself returns
 // "" and nil without searching.
 func (o *Object) DebugFile() (string, error) {

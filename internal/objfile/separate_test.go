@@ -185,7 +185,7 @@ func TestSeparateDebugFileDebuginfod(t *testing.T) {
 	}))
 	defer srv.Close()
 	client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
-	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Debuginfod: client}))
+	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Fetcher: client}))
 	require.NoError(t, err)
 	defer o.Close()
 
@@ -223,7 +223,7 @@ func TestRDebugDoesNotSearch(t *testing.T) {
 	}))
 	defer srv.Close()
 	client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir()}
-	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Debuginfod: client}))
+	o, err := Open(exe, 0, WithDebugInfo(debuginfo.Options{DebugDirs: []string{}, Fetcher: client}))
 	require.NoError(t, err)
 	defer o.Close()
 	_, _ = NewSet(o).RDebug(zeroMem{})

@@ -56,7 +56,11 @@ func (d Debug) ObjOptions() []objfile.Option {
 	if d.FromEnv && c == nil {
 		c = debuginfod.FromEnv(os.Getenv)
 	}
-	opts := []objfile.Option{objfile.WithDebugInfo(debuginfo.Options{DebugDirs: d.Dirs, Debuginfod: c})}
+	dopts := debuginfo.Options{DebugDirs: d.Dirs}
+	if c != nil {
+		dopts.Fetcher = c
+	}
+	opts := []objfile.Option{objfile.WithDebugInfo(dopts)}
 	if d.Ctx != nil {
 		opts = append(opts, objfile.WithContext(d.Ctx))
 	}

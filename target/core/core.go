@@ -94,7 +94,7 @@ var (
 	ErrDebugMismatch = debuginfo.ErrMismatch
 	// ErrDebuginfod: no debuginfod server could give the file (errors,
 	// unreachable servers, time-outs).
-	ErrDebuginfod = debuginfo.ErrServer
+	ErrDebuginfod = debuginfod.ErrServer
 )
 
 // WithDebugDirs sets the global debug directories that separate debug

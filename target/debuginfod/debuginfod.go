@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,9 +26,19 @@ var (
 	// every server answered an error, could not be reached, or timed out.
 	ErrServer = errors.New("debuginfod: no server could give the file")
 	// ErrNotFound reports that every server said it has no such file (or
-	// the build-id was empty).
-	ErrNotFound = errors.New("debuginfod: no server has the file")
+	// the build-id was empty). It also matches fs.ErrNotExist, which is
+	// how the targets' search for debug files (a Client is what they
+	// call to fetch one) tells a missing file from a failing server.
+	ErrNotFound error = notFound{}
 )
+
+// notFound is ErrNotFound.
+type notFound struct{}
+
+func (notFound) Error() string { return "debuginfod: no server has the file" }
+
+// Is makes ErrNotFound match fs.ErrNotExist.
+func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
 
 // maxDebugFile bounds what a debuginfod download may write to the cache.
 const maxDebugFile = 4 << 30

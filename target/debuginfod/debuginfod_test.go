@@ -3,6 +3,7 @@ package debuginfod
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,4 +62,18 @@ func TestFetch(t *testing.T) {
 
 	_, err = c.Fetch(context.Background(), []byte{3})
 	require.ErrorIs(t, err, ErrNotFound)
+	// The targets' search for debug files tells a missing file from a
+	// failing server by fs.ErrNotExist.
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	down := httptest.NewServer(http.NotFoundHandler())
+	url := down.URL
+	down.Close()
+	c = &Client{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Second}
+	_, err = c.Fetch(context.Background(), []byte{3})
+	require.ErrorIs(t, err, ErrServer)
+	require.NotErrorIs(t, err, fs.ErrNotExist)
 }
+
+// A Client is what the targets pass to the search for debug files.
+var _ debuginfo.Fetcher = (*Client)(nil)

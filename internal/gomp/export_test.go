@@ -1,20 +1,22 @@
 package gomp
 
+import "github.com/ompd-go/ompd/internal/stackstate"
+
 // What the external tests (package gomp_test, which may import
 // target/delve) need of the package's insides.
 
 // ompt_state_t values the tests expect.
 const (
 	StateIdle            = stateIdle
-	StateWorkSerial      = stateWorkSerial
-	StateWorkParallel    = stateWorkParallel
-	StateBarrierExplicit = stateBarrierExplicit
-	StateLock            = stateLock
-	StateMutex           = stateMutex
-	StateCritical        = stateCritical
-	StateBarrierImplicit = stateBarrierImplicitPar
-	StateTaskwait        = stateTaskwait
-	StateTaskgroup       = stateTaskgroup
+	StateWorkSerial      = stackstate.WorkSerial
+	StateWorkParallel    = stackstate.WorkParallel
+	StateBarrierExplicit = stackstate.BarrierExplicit
+	StateLock            = stackstate.Lock
+	StateMutex           = stackstate.Mutex
+	StateCritical        = stackstate.Critical
+	StateBarrierImplicit = stackstate.BarrierImplicitPar
+	StateTaskwait        = stackstate.Taskwait
+	StateTaskgroup       = stackstate.Taskgroup
 	FlagImplicit         = flagImplicit
 	FlagUndeferred       = flagUndeferred
 	TaskKindField        = taskKind

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/stackstate"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -19,40 +20,40 @@ const criticalPrefix = ".gomp_critical_user_"
 // entered from user code, waits for: the unnamed critical section
 // (libgomp's default_lock), an atomic region (atomic_lock), a named
 // critical section (a .gomp_critical_user_NAME symbol of the program), or
-// else a lock of the user's (omp_set_lock). stateMutex when it cannot be
+// else a lock of the user's (omp_set_lock). stackstate.Mutex when it cannot be
 // told: a libgomp internal lock without libgomp's debug information.
 func (r *Runtime) mutexState(addr uint64) int64 {
 	if addr == 0 {
-		return stateMutex
+		return stackstate.Mutex
 	}
 	if a, err := r.global("default_lock"); err == nil && a == addr {
-		return stateCritical
+		return stackstate.Critical
 	}
 	if a, err := r.global("atomic_lock"); err == nil && a == addr {
-		return stateAtomic
+		return stackstate.Atomic
 	}
 	obj, ok, err := r.objectAt(addr)
 	switch {
 	case err != nil:
-		return stateMutex
+		return stackstate.Mutex
 	case !ok:
 		// On the heap or a stack: no critical section's lock (those
 		// are static), so the user's lock.
-		return stateLock
+		return stackstate.Lock
 	case isLibgomp(obj):
 		// One of libgomp's own locks, which needs its symbols.
-		return stateMutex
+		return stackstate.Mutex
 	}
 	switch critical, ok := r.namedCritical(obj, addr); {
 	case !ok:
 		// The object's symbol table cannot be read (a stripped
 		// program, a file not on this machine): it cannot tell a
 		// named critical section from a lock.
-		return stateMutex
+		return stackstate.Mutex
 	case critical:
-		return stateCritical
+		return stackstate.Critical
 	}
-	return stateLock
+	return stackstate.Lock
 }
 
 // objectAt is the path of the loaded object whose segments hold addr; ok

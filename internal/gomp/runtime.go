@@ -55,6 +55,7 @@ import (
 
 	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/stackstate"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -81,7 +82,7 @@ const (
 )
 
 // ompt_state_t values.
-const stateIdle = 0x100
+const stateIdle = stackstate.Idle
 
 // Limits that make corrupt memory an error instead of a long walk.
 const (

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/stackstate"
 	"github.com/ompd-go/ompd/internal/unwind"
 )
 
@@ -16,33 +17,34 @@ import (
 // and a nested worker in gomp_barrier_wait_end, which it waits in both
 // before its region's body and after it.
 func TestInferTransitions(t *testing.T) {
-	sys := func(f string) frameInfo { return frameInfo{where: inSystem, function: f} }
-	gomp := func(f string) frameInfo { return frameInfo{where: inLibgomp, function: f} }
-	user := func(f string) frameInfo { return frameInfo{where: inUser, function: f} }
-	infer := func(frames ...frameInfo) (int64, error) {
-		st := unwind.Stack{Frames: make([]unwind.Frame, len(frames)), End: unwind.ErrOutermost}
-		s, _, err := (&Runtime{}).inferState(&thread{level: 2}, st, frames)
+	frame := func(w stackstate.Where, f string) stackstate.Frame { return stackstate.Frame{Where: w, Function: f} }
+	sys := func(f string) stackstate.Frame { return frame(stackstate.System, f) }
+	gomp := func(f string) stackstate.Frame { return frame(stackstate.Runtime, f) }
+	user := func(f string) stackstate.Frame { return frame(stackstate.User, f) }
+	infer := func(frames ...stackstate.Frame) (int64, error) {
+		st := &stackstate.Stack{Frames: frames, Complete: true, End: unwind.ErrOutermost}
+		s, _, err := (&Runtime{}).inferState(&thread{level: 2}, st)
 		return s, err
 	}
 	s, err := infer(sys("clone3"), sys("create_thread"), sys("pthread_create"), gomp("gomp_team_start"), gomp("GOMP_parallel"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
 	require.NoError(t, err)
-	assert.EqualValues(t, stateOverhead, s, "creating its team's threads")
+	assert.EqualValues(t, stackstate.Overhead, s, "creating its team's threads")
 	s, err = infer(gomp("gomp_barrier_wait_end"), gomp("gomp_team_start"), gomp("GOMP_parallel"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
 	require.NoError(t, err)
-	assert.EqualValues(t, stateOverhead, s, "waiting for its team's threads to start")
+	assert.EqualValues(t, stackstate.Overhead, s, "waiting for its team's threads to start")
 	_, err = infer(gomp("gomp_barrier_wait_end"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
 	assert.ErrorIs(t, err, omprt.ErrUnavailable, "a nested worker at its team's start or last barrier")
 	s, err = infer(gomp("gomp_team_barrier_wait_end"), gomp("gomp_team_barrier_wait_final"), gomp("gomp_thread_start"), sys("start_thread"), sys("clone3"))
 	require.NoError(t, err)
-	assert.EqualValues(t, stateBarrierImplicitPar, s, "a worker at the barrier ending its region")
+	assert.EqualValues(t, stackstate.BarrierImplicitPar, s, "a worker at the barrier ending its region")
 	// Code in no loaded object that the C library called (the vDSO's
 	// clock_gettime) is the C library's call; code in no object called
 	// from elsewhere says nothing.
-	s, err = infer(frameInfo{}, sys("clock_gettime"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
+	s, err = infer(stackstate.Frame{}, sys("clock_gettime"), user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
 	require.NoError(t, err)
-	assert.EqualValues(t, stateWorkParallel, s, "a worker reading the clock in its region's body")
-	_, err = infer(frameInfo{}, user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
+	assert.EqualValues(t, stackstate.WorkParallel, s, "a worker reading the clock in its region's body")
+	_, err = infer(stackstate.Frame{}, user("main._omp_fn.0"), gomp("gomp_thread_start"), sys("start_thread"))
 	assert.ErrorIs(t, err, omprt.ErrUnavailable, "code in no object called from the program")
-	_, err = infer(frameInfo{}, frameInfo{}, sys("clock_gettime"), user("main"))
+	_, err = infer(stackstate.Frame{}, stackstate.Frame{}, sys("clock_gettime"), user("main"))
 	assert.ErrorIs(t, err, omprt.ErrUnavailable, "code in no object called from code in no object")
 }

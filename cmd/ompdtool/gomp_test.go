@@ -40,17 +40,31 @@ func threadBlocks(t *testing.T, out string) map[int]string {
 // debug information it also prints states, region functions, the
 // address-space ICVs and display variables, and without it says that
 // those need the debug information instead of showing empty sections.
+// The table pads thread ids (gtid %-4d, which is the LWP on libgomp), so
+// every pattern allows any run of spaces after an id; debug-lowtids reads
+// a core whose thread ids are below 1000 (made in a fresh PID namespace).
+// Planted (not committed): the row pattern back to `^  gtid \d+ lwp N`
+// (one space) fails debug-lowtids ("thread 5 in the table"), the truth
+// being the thread ids the program recorded (gettid).
 func TestCoreGomp(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		info  func(testing.TB) fixtures.RuntimeInfo
-		debug bool
+		name    string
+		info    func(testing.TB) fixtures.RuntimeInfo
+		debug   bool
+		lowTIDs bool
 	}{
-		{"system", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
-		{"debug", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true},
+		{"system", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false, false},
+		{"debug", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true, false},
+		{"debug-lowtids", func(t testing.TB) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, c.info(t), fixtures.Nested)
+			if c.lowTIDs {
+				stop = fixtures.CoreLowTIDs(t, c.info(t), fixtures.Nested)
+				for _, th := range stop.Truth.Threads {
+					require.Less(t, th.TID, 1000, "a thread id below 1000")
+				}
+			}
 			out := runTool(t, "core", "-threads", "-vars", "-breakpoints", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
 			assert.Contains(t, out, "GNU libgomp")
 			assert.Contains(t, out, "states inferred from the stacks")
@@ -61,7 +75,7 @@ func TestCoreGomp(t *testing.T) {
 				b, ok := blocks[th.TID]
 				require.True(t, ok, "thread %d:\n%s", th.TID, out)
 				// The thread table's line: its number in its team.
-				row := regexp.MustCompile(`(?m)^  gtid \d+ lwp ` + strconv.Itoa(th.TID) + ` +thread_num (\d+) `).FindStringSubmatch(out)
+				row := regexp.MustCompile(`(?m)^  gtid \d+ +lwp ` + strconv.Itoa(th.TID) + ` +thread_num (\d+) `).FindStringSubmatch(out)
 				require.NotNil(t, row, "thread %d in the table", th.TID)
 				assert.Equal(t, strconv.Itoa(th.ThreadNum), row[1], "thread number of %d", th.TID)
 				// Its nest, innermost first, level by level.

@@ -141,7 +141,7 @@ func TestTeamsAndIdle(t *testing.T) {
 	assert.NotContains(t, out, "Errors")
 	for _, th := range teams.Truth.Threads {
 		n, _ := teams.Truth.TeamNum(th.TID)
-		assert.Regexp(t, fmt.Sprintf(`lwp %-8d thread_num %-4d .*\(team %d of 2\)`, th.TID, th.ThreadNum, n), out)
+		assert.Regexp(t, fmt.Sprintf(`lwp %d +thread_num %d +.*\(team %d of 2\)`, th.TID, th.ThreadNum, n), out)
 	}
 	// Teams apart: the same state in team 0 and team 1 is two groups.
 	assert.Contains(t, out, "4 threads in 4 groups:")
@@ -178,7 +178,7 @@ func TestTeamsAndIdle(t *testing.T) {
 	assert.NotContains(t, out, "Errors")
 	assert.Len(t, regexp.MustCompile(`(?m)^  gtid \d+ +lwp \d+ +thread_num - `).FindAllString(out, -1), 2, "%s", out)
 	for _, th := range body.Truth.Threads {
-		assert.Regexp(t, fmt.Sprintf(`lwp %-8d thread_num %-4d `, th.TID, th.ThreadNum), out)
+		assert.Regexp(t, fmt.Sprintf(`lwp %d +thread_num %d `, th.TID, th.ThreadNum), out)
 	}
 	code, out, errOut = execTool(context.Background(), "-json", "core", body.Exe, body.Core)
 	require.Equal(t, 0, code, errOut)

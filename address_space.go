@@ -1,13 +1,11 @@
 package ompd
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
-	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/runtimes"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -57,59 +55,13 @@ func Open(t target.Target) (*AddressSpace, error) {
 	if t.ByteOrder() == nil {
 		return nil, errorf(ErrBadInput, "open: target has no byte order")
 	}
-	var errs []error
-	var found []omprt.Runtime
-	var failed error
-	var unread []string // loaded but not readable
-	for _, r := range runtimes() {
-		rt, err := r.open(t)
-		if err == nil {
-			found = append(found, rt)
-			continue
-		}
-		if !errors.Is(err, ErrNoRuntime) {
-			if failed == nil {
-				failed = err
-			}
-			unread = append(unread, r.name+" (not read: "+err.Error()+")")
-		}
-		errs = append(errs, err)
+	rt, others, err := runtimes.Open(t)
+	if err != nil {
+		return nil, err
 	}
-	if len(found) > 0 {
-		as := choose(t, found)
-		as.others = append(as.others, unread...)
-		return as, nil
-	}
-	if failed != nil {
-		// A runtime is there but cannot be read: say why.
-		return nil, failed
-	}
-	if len(errs) == 1 {
-		return nil, errs[0]
-	}
-	return nil, fmt.Errorf("%w (%w)", ErrNoRuntime, errjoin.Join(errs...))
-}
-
-// choose picks, among the runtimes loaded in one target, the one whose
-// OpenMP threads the program uses (the most threads; the first listed on a
-// tie), and records the others.
-func choose(t target.Target, found []omprt.Runtime) *AddressSpace {
-	if len(found) == 1 {
-		return newAddressSpace(t, found[0])
-	}
-	best, most := 0, -1
-	for i, rt := range found {
-		if refs, err := rt.Threads(); err == nil && len(refs) > most {
-			best, most = i, len(refs)
-		}
-	}
-	as := newAddressSpace(t, found[best])
-	for i, rt := range found {
-		if i != best {
-			as.others = append(as.others, rt.Info().Name)
-		}
-	}
-	return as
+	as := newAddressSpace(t, rt)
+	as.others = others
+	return as, nil
 }
 
 // Close releases the address space (ompd_rel_address_space_handle). Handles

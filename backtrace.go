@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
-	"github.com/ompd-go/ompd/internal/unwind"
-	"github.com/ompd-go/ompd/target"
+	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // Frame is one call frame of a thread's backtrace, placed in the thread's
@@ -152,64 +150,26 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 	if err != nil {
 		return nil, err
 	}
-	tg := t.as.Target()
-	st, err := unwind.Thread(ctx, tg, lwp, unwind.Options{MaxDepth: cfg.maxFrames})
+	st, err := t.as.rt.Stack(ctx, lwp, cfg.maxFrames)
 	if err != nil {
-		if errors.Is(err, target.ErrUnsupported) {
-			return nil, wrapErr(ErrUnsupported, err, "%v: backtrace", t)
-		}
-		return nil, wrapErr(ErrReadFailed, err, "%v: backtrace", t)
+		return nil, wrapErr(ErrReadFailed, err, "%v", t)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	bt := &Backtrace{Thread: t, LWP: lwp}
-	if !st.Complete() {
-		bt.End = st.End
-	}
-	loc, _ := tg.(target.CodeLocator)
-	rtObject := runtimeObject(tg, loc)
+	bt := &Backtrace{Thread: t, LWP: lwp, End: st.End}
 	bt.Frames = make([]Frame, len(st.Frames))
 	for i, f := range st.Frames {
-		fr := Frame{Index: i, PC: f.PC, CFA: f.CFA, TaskIndex: -1}
-		if loc != nil {
-			if l, err := loc.LocateCode(f.LookupPC()); err == nil {
-				fr.Function, fr.Symbol, fr.File, fr.Line, fr.Object = l.Name, l.Function, l.File, l.Line, l.Object
-				if fr.Function == "" {
-					fr.Function = l.Function
-				}
-				for _, in := range l.Inline {
-					fr.Inline = append(fr.Inline, InlineFrame(in))
-				}
-				fr.Runtime = rtObject != "" && l.Object == rtObject
-			}
-		} else if s, ok := tg.(target.Symbolizer); ok {
-			fr.Function, _ = s.SymbolAt(f.LookupPC())
-			fr.Symbol = fr.Function
+		fr := Frame{Index: i, PC: f.PC, CFA: f.CFA, Function: f.Function, Symbol: f.Symbol, File: f.File, Line: f.Line,
+			Object: f.Object, Runtime: f.Runtime, TaskIndex: -1}
+		for _, in := range f.Inline {
+			fr.Inline = append(fr.Inline, InlineFrame(in))
 		}
 		bt.Frames[i] = fr
 	}
 	bt.Tasks, bt.PlaceErr = t.taskChain()
-	bt.place(tg.Sizes().Pointer)
+	bt.place(t.as.Target().Sizes().Pointer)
 	if cfg.fold {
 		bt.Frames = foldRuntime(bt.Frames)
 	}
 	return bt, nil
-}
-
-// runtimeObject is the object defining the OpenMP API, "" if unknown.
-func runtimeObject(tg target.Target, loc target.CodeLocator) string {
-	if loc == nil {
-		return ""
-	}
-	for _, name := range []string{"omp_get_thread_num", "omp_in_parallel"} {
-		if addr, err := tg.LookupSymbol(name); err == nil {
-			if l, err := loc.LocateCode(addr); err == nil {
-				return l.Object
-			}
-		}
-	}
-	return ""
 }
 
 // taskChain lists the thread's current task and its scheduling ancestors
@@ -291,7 +251,7 @@ func (bt *Backtrace) place(ptr int) {
 			// The runtime called by the task: the outermost such frame
 			// is the call the task made.
 			bt.Tasks[i].Entered = f.Function
-			bt.Tasks[i].Wait = waitKind(f.Function)
+			bt.Tasks[i].Wait = waitName(bt.Thread.as.rt.Wait(f.Function))
 		}
 	}
 }
@@ -311,17 +271,16 @@ func inRuntime(cfa uint64, enter FrameInfo, ptr int) bool {
 	return cfa <= e
 }
 
-// waitKind classifies the runtime entry point a task called.
-func waitKind(fn string) string {
-	l := strings.ToLower(fn)
-	switch {
-	case strings.Contains(l, "taskwait"):
+// waitName names a wait as BacktraceTask.Wait does.
+func waitName(w omprt.Wait) string {
+	switch w {
+	case omprt.WaitTaskwait:
 		return "taskwait"
-	case strings.Contains(l, "taskgroup"):
+	case omprt.WaitTaskgroup:
 		return "taskgroup"
-	case strings.Contains(l, "barrier"):
+	case omprt.WaitBarrier:
 		return "barrier"
-	case strings.Contains(l, "fork_call"), strings.Contains(l, "gomp_parallel"):
+	case omprt.WaitParallel:
 		return "parallel"
 	}
 	return ""

@@ -21,13 +21,27 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestDeps: a debugger that brings its own Target gets the API and no
+// TestDeps: the API package imports, of this module, only the target
+// interface and the runtime boundary (omprt, and runtimes, which lists the
+// runtime packages): what it knows of any runtime comes through them.
+//
+// And a debugger that brings its own Target gets the API and no
 // network code: fetching debug files belongs to the targets that are asked
 // to (target/debuginfod).
 func TestDeps(t *testing.T) {
 	for _, p := range goList(t, "-deps", ".") {
 		if p == "net/http" || p == "crypto/tls" || strings.HasSuffix(p, "/target/debuginfod") {
 			t.Errorf("package ompd depends on %s", p)
+		}
+	}
+	const mod = "github.com/ompd-go/ompd/"
+	allowed := map[string]bool{mod + "target": true, mod + "internal/omprt": true, mod + "internal/runtimes": true}
+	for _, p := range goList(t, "-f", `{{join .Imports "\n"}}`, ".") {
+		if !strings.Contains(p, ".") && !strings.HasPrefix(p, "vendor/") {
+			continue // the standard library
+		}
+		if !allowed[p] {
+			t.Errorf("package ompd imports %s: only target and the runtime boundary (internal/omprt, internal/runtimes) are allowed", p)
 		}
 	}
 }

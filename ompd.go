@@ -47,8 +47,6 @@ package ompd
 import (
 	"fmt"
 
-	"github.com/ompd-go/ompd/internal/gomp"
-	"github.com/ompd-go/ompd/internal/kmp"
 	"github.com/ompd-go/ompd/internal/omprt"
 )
 
@@ -113,19 +111,6 @@ var (
 	// it is reported instead of looping or allocating without bound.
 	ErrCorrupt = omprt.ErrCorrupt
 )
-
-// runtime is one runtime package Open asks: its name (for
-// RuntimeInfo.AlsoLoaded when it is loaded but cannot be read) and opener.
-type runtime struct {
-	name string
-	open omprt.Opener
-}
-
-// runtimes lists the runtime packages Open asks, in order. Adding a
-// runtime is adding its opener here.
-func runtimes() []runtime {
-	return []runtime{{"LLVM libomp", kmp.Open}, {gomp.Name, gomp.Open}}
-}
 
 // errorf returns an error matching kind, with a context message formatted
 // only when the error is read.

@@ -57,6 +57,12 @@ if [[ -n "$net_deps" ]]; then
 	echo "the root package depends on network code:"
 	echo "$net_deps"; exit 1
 fi
+# The root package reads runtimes through the runtime boundary only.
+api_imports=$(go list -f '{{join .Imports "\n"}}' . | grep '\.' | grep -vxE 'github.com/ompd-go/ompd/(target|internal/omprt|internal/runtimes)' || true)
+if [[ -n "$api_imports" ]]; then
+	echo "the root package imports more than target and the runtime boundary:"
+	echo "$api_imports"; exit 1
+fi
 
 go test -race -count=1 -timeout 45m ./...
 # Every benchmark once, at 256 threads (the merge at 2048 ranks), so that

@@ -34,6 +34,9 @@ const (
 	maxDLLs            = 64      // entries of ompd_dll_locations
 )
 
+// Name is the runtime's name (omprt.Info.Name).
+const Name = "LLVM libomp"
+
 // Runtime is LLVM's OpenMP runtime in one target.
 type Runtime struct {
 	t   target.Target
@@ -42,6 +45,7 @@ type Runtime struct {
 
 	symMu sync.Mutex
 	syms  map[string]uint64
+	obj   string // the object holding the runtime's code (see object)
 
 	cur atomic.Pointer[stop]
 
@@ -102,7 +106,7 @@ func (s symTarget) LookupSymbol(name string) (uint64, error) { return s.rt.sym(n
 
 // Info says this is LLVM's runtime and where its layout came from.
 func (rt *Runtime) Info() omprt.Info {
-	return omprt.Info{Name: "LLVM libomp", Layout: rt.l.source}
+	return omprt.Info{Name: Name, Layout: rt.l.source}
 }
 
 // Refresh drops everything read or decoded from target memory.

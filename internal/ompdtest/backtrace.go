@@ -155,6 +155,7 @@ func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixture
 	assert.ElementsMatch(t, truth.TIDs(), lwps, "the OpenMP threads are the truth's")
 
 	out := map[int]*ompd.Backtrace{}
+	runtimeFrames := 0
 	for _, tt := range truth.Threads {
 		bt := completeBacktrace(t, as, tt.TID)
 		out[tt.TID] = bt
@@ -164,11 +165,18 @@ func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixture
 			if FixtureSource(f.File) {
 				assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
 			}
+			// The runtime's code is libgomp's, and only that.
+			inLib := strings.HasPrefix(filepath.Base(f.Object), "libgomp.so")
+			assert.Equal(t, inLib, f.Runtime, "thread %d: %v in %s", tt.TID, f, f.Object)
+			if f.Runtime {
+				runtimeFrames++
+			}
 		}
 		frame, err := fixtures.ParseHex(tt.Frame)
 		require.NoError(t, err)
 		checkOwnFrame(t, bt, frame+2*ptr, "thread %d (%s)", tt.TID, tt.Role)
 	}
+	assert.Positive(t, runtimeFrames, "frames in libgomp")
 	for _, tk := range truth.Tasks {
 		bt := out[tk.TID]
 		if !assert.NotNil(t, bt, "task %s: its thread %d", tk.Label, tk.TID) {

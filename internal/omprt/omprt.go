@@ -49,13 +49,21 @@
 // about one named object ("has no generating task") come from an
 // ErrorStore inside the record and cost no allocation of their own.
 //
+// # Stacks
+//
+// A runtime package also says which frames of a thread's stack are its
+// own code and what a task waits in when it called one of its entry points
+// (Runtime.Stack, Runtime.Wait): package ompd places the frames in tasks
+// and folds the runtime's, knowing no runtime by name.
+//
 // # Adding a runtime
 //
-// A runtime package provides an Opener; package ompd lists the openers in
-// one place (runtimes in ompd.go) and asks each in turn.
+// A runtime package provides an Opener; package internal/runtimes lists
+// the openers in one place and asks each in turn.
 package omprt
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -300,6 +308,15 @@ type Runtime interface {
 	Breakpoints() ([]Breakpoint, error)
 	Enabled() (bool, error)
 	Enable(on bool) error
+
+	// Stack unwinds the stack of the OS thread lwp, at most maxDepth
+	// frames (0 for the default), and marks the frames of the runtime's
+	// own code (StackFrame.Runtime). Runtime packages answer it with
+	// Unwind, saying which objects are theirs.
+	Stack(ctx context.Context, lwp uint64, maxDepth int) (*Stack, error)
+	// Wait says what a task waits in that called the runtime function
+	// fn (a frame's Function) and has not returned from it.
+	Wait(fn string) Wait
 }
 
 // ThreadName formats a thread ref as package ompd's Thread.String does,

@@ -11,6 +11,8 @@ const (
 	StateWorkSerial      = stackstate.WorkSerial
 	StateWorkParallel    = stackstate.WorkParallel
 	StateBarrierExplicit = stackstate.BarrierExplicit
+	StateBarrier         = stackstate.Barrier
+	StateOrdered         = stackstate.Ordered
 	StateLock            = stackstate.Lock
 	StateMutex           = stackstate.Mutex
 	StateCritical        = stackstate.Critical

@@ -2,10 +2,13 @@ package gomp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/internal/stackstate"
+	"github.com/ompd-go/ompd/target"
 )
 
 // libgomp records neither thread states nor the outlined function of a
@@ -52,7 +55,10 @@ var tables = &stackstate.Tables{
 	// The functions a waiting thread is in (exported ones first;
 	// internal ones need the debug information), with its state.
 	Waits: map[string]int64{
-		"GOMP_barrier": stackstate.BarrierExplicit, "GOMP_barrier_cancel": stackstate.BarrierExplicit,
+		// gcc calls GOMP_barrier for an explicit barrier and for the
+		// implicit barrier of a worksharing construct (single, a
+		// static loop) alike: which one, nothing in the process tells.
+		"GOMP_barrier": stackstate.Barrier, "GOMP_barrier_cancel": stackstate.Barrier,
 		"GOMP_taskwait": stackstate.Taskwait, "GOMP_taskwait_depend": stackstate.Taskwait, "GOMP_taskwait_depend_nowait": stackstate.Taskwait,
 		"GOMP_taskgroup_end": stackstate.Taskgroup, "GOMP_taskgroup_reduction_unregister": stackstate.Taskgroup,
 		"GOMP_critical_start": stackstate.Critical, "GOMP_critical_name_start": stackstate.Critical,
@@ -72,24 +78,33 @@ var tables = &stackstate.Tables{
 }
 
 // tailWaits are internal functions that exported ones tail-call, so that
-// they return straight into user code: the state then follows from them.
+// they return straight into user code: when the call the program made
+// cannot be decoded, the state follows from them.
 var tailWaits = map[string]int64{
-	"gomp_team_barrier_wait_end":        stackstate.BarrierExplicit,
-	"gomp_team_barrier_wait_cancel_end": stackstate.BarrierExplicit,
-	"gomp_mutex_lock_slow":              stackstate.Mutex,
-	"gomp_sem_wait_slow":                stackstate.Taskwait,
+	// GOMP_barrier, GOMP_barrier_cancel.
+	"gomp_team_barrier_wait_end":        stackstate.Barrier,
+	"gomp_team_barrier_wait_cancel_end": stackstate.Barrier,
+	// GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start,
+	// omp_set_lock: the lock's address tells them apart.
+	"gomp_mutex_lock_slow": stackstate.Mutex,
+	"gomp_sem_wait_slow":   stackstate.Taskwait,
+	// GOMP_ordered_start.
+	"gomp_ordered_sync": stackstate.Ordered,
 }
 
 // readStack unwinds a thread and reads its stack.
 func (r *Runtime) readStack(th *thread) stackInfo {
 	var si stackInfo
 	st, err := stackstate.Read(context.Background(), r.t, th.os.ID, tables, maxFrames)
-	if err != nil {
-		si.stateErr = omprt.Wrap(omprt.ErrUnavailable, err, "gomp: libgomp records no thread state, and thread %d's stack cannot be read", th.os.ID)
-		return si
+	if err == nil && len(st.Frames) == 0 {
+		err = st.End
 	}
-	if len(st.Frames) == 0 {
-		si.stateErr = omprt.Wrap(omprt.ErrUnavailable, st.End, "gomp: libgomp records no thread state, and thread %d's stack cannot be read", th.os.ID)
+	if err != nil {
+		why := "its stack cannot be read"
+		if errors.Is(err, target.ErrUnsupported) {
+			why = "the target cannot place code addresses in functions"
+		}
+		si.stateErr = unknown(th, why, err)
 		return si
 	}
 	si.entries = st.Entries(tables)
@@ -97,11 +112,27 @@ func (r *Runtime) readStack(th *thread) stackInfo {
 	return si
 }
 
+// unknown is the error of a state the stack does not tell, why saying
+// why (see omprt.StateUnknown); cause, if not nil, is kept too.
+func unknown(th *thread, why string, cause error) error {
+	var err error = &omprt.StateUnknown{Reason: "libgomp records no thread state, and " + why}
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return omprt.Wrap(omprt.ErrUnavailable, err, "gomp: thread %d", th.os.ID)
+}
+
+// keepsWaitID reports the states whose wait id is the address waited on
+// (the lock); other states have none.
+func keepsWaitID(state int64) bool {
+	return state == stackstate.Lock || state == stackstate.Critical || state == stackstate.Atomic
+}
+
 // inferState says what a thread is doing from its stack.
 func (r *Runtime) inferState(th *thread, st *stackstate.Stack) (int64, uint64, error) {
 	k, ok := st.Own()
 	if !ok {
-		return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: libgomp records no thread state, and thread %d's stack does not tell", th.os.ID)
+		return 0, 0, unknown(th, "its stack does not tell (its innermost code is in no known object)", nil)
 	}
 	frames := st.Frames
 	if frames[k].Where == stackstate.User {
@@ -114,51 +145,132 @@ func (r *Runtime) inferState(th *thread, st *stackstate.Stack) (int64, uint64, e
 	end := st.RunEnd(k)
 	run := frames[k:end]
 	waitID := stackstate.FutexAddr(r.mem, &frames[0].Frame)
-	if s, _, ok := tables.Wait(run); ok {
-		if s != stackstate.Lock && s != stackstate.Critical && s != stackstate.Atomic {
-			waitID = 0
+	result := func(s int64) (int64, uint64, error) {
+		if !keepsWaitID(s) {
+			return s, 0, nil
 		}
 		return s, waitID, nil
 	}
-	// A worker whose libgomp frames reach its thread's start, waiting in
-	// its team's barrier: the region's body returned, this is the barrier
-	// that ends it (gomp_thread_start calls gomp_team_barrier_wait_final
-	// after the outlined function). Idle workers were told apart before.
-	// gomp_barrier_wait_end there is no such certainty: a nested team's
-	// worker waits in it both before its body (the team's start) and
-	// after (gomp_barrier_wait_last), so it stays unknown below.
-	if st.ReachesStart(end) {
-		for _, f := range run {
-			if f.Function == "gomp_team_barrier_wait_end" {
-				return stackstate.BarrierImplicitPar, 0, nil
+	if s, _, ok := tables.Wait(run); ok {
+		return result(s)
+	}
+	// The exported function the program called, which tail-called the
+	// (unnamed, without debug information) function the thread waits in:
+	// the program's frame returns right after its call.
+	toUser := end < len(frames) && frames[end].Where == stackstate.User
+	called := ""
+	if toUser {
+		if loc, ok := r.t.(target.CodeLocator); ok {
+			if cl, ok := stackstate.CallTarget(r.mem, loc, &frames[end]); ok {
+				called = tables.Name(cl.Function)
 			}
 		}
+		if s, ok := tables.Waits[called]; ok {
+			return result(s)
+		}
 	}
-	toUser := end < len(frames) && frames[end].Where == stackstate.User
-	if toUser {
-		if s, ok := tailWaits[run[len(run)-1].Function]; ok {
-			if s == stackstate.Mutex {
-				// GOMP_critical_start, GOMP_critical_name_start,
-				// GOMP_atomic_start and omp_set_lock all tail-call
-				// the lock's slow path: the address tells them apart.
-				return r.mutexState(waitID), waitID, nil
-			}
+	// A primary thread in a region starter (GOMP_parallel and the like)
+	// with no frame of the program above it forms its team: the starter
+	// calls the outlined function only once the team stands. When the
+	// program called a starter that is no frame any more, the starter
+	// returned from the outlined function and tail-called
+	// GOMP_parallel_end, which ends the team at its barrier.
+	if hasStarter(run) {
+		return stackstate.Overhead, 0, nil
+	}
+	if primaryStarter(called) {
+		return stackstate.BarrierImplicitPar, 0, nil
+	}
+	if st.ReachesStart(end) {
+		if s, ok := r.workerBarrier(th, run, waitID); ok {
 			return s, 0, nil
 		}
 	}
-	name := run[0].Function
-	if name == "" {
-		// Without libgomp's internal names, a futex wait on the lock
-		// of a named critical section (a symbol of the program) still
-		// says what it is.
-		if toUser && waitID != 0 {
-			if obj, ok, err := r.objectAt(waitID); err == nil && ok && !isLibgomp(obj) {
-				if critical, _ := r.namedCritical(obj, waitID); critical {
-					return stackstate.Critical, waitID, nil
-				}
+	if toUser {
+		if s, ok := tailWaits[run[len(run)-1].Function]; ok {
+			if s == stackstate.Mutex {
+				return r.mutexState(waitID), waitID, nil
+			}
+			return result(s)
+		}
+	}
+	// Without libgomp's internal names, a futex wait on the lock of a
+	// named critical section (a symbol of the program) still says what
+	// it is.
+	if toUser && waitID != 0 {
+		if obj, ok, err := r.objectAt(waitID); err == nil && ok && !isLibgomp(obj) {
+			if critical, _ := r.namedCritical(obj, waitID); critical {
+				return stackstate.Critical, waitID, nil
 			}
 		}
-		return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d waits in libgomp; telling where needs the library's debug information (its internal function names)", th.os.ID)
 	}
-	return 0, 0, omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is in libgomp's %s, which says nothing certain of its state", th.os.ID, name)
+	return 0, 0, unknown(th, r.whyUnknown(run, called, waitID), nil)
 }
+
+// whyUnknown says in one line why a thread in libgomp (the run of its
+// frames), which the program entered through called ("" if unknown),
+// waiting on waitID (0 if in no futex wait), has no state.
+func (r *Runtime) whyUnknown(run []stackstate.Frame, called string, waitID uint64) string {
+	if name := run[0].Function; name != "" {
+		return "libgomp's " + name + " says nothing certain of it"
+	}
+	where := "an unnamed libgomp function"
+	if called != "" {
+		where += " that " + called + " reached"
+	}
+	if waitID == 0 {
+		return "it runs " + where + " (spinning, or not yet asleep); which wait needs libgomp's debug information (its internal names)"
+	}
+	return "it sleeps in " + where + " on a futex that is no barrier, lock or pool of its own; which wait needs libgomp's debug information (its internal names)"
+}
+
+// primaryStarter reports whether fn starts regions in the primary thread
+// (gomp_thread_start, the worker's start, is no such function).
+func primaryStarter(fn string) bool {
+	return tables.Starters[fn] && fn != "gomp_thread_start"
+}
+
+// hasStarter reports whether a run of libgomp frames holds a function
+// that starts regions in the primary thread.
+func hasStarter(run []stackstate.Frame) bool {
+	for _, f := range run {
+		if primaryStarter(f.Function) {
+			return true
+		}
+	}
+	return false
+}
+
+// workerBarrier tells the state of a worker whose libgomp frames reach
+// its thread's start (gomp_thread_start): with libgomp's internal names,
+// gomp_team_barrier_wait_end there is the barrier that ends its region
+// (gomp_thread_start calls gomp_team_barrier_wait_final after the
+// outlined function); without them, the futex it sleeps on says so when
+// it is its team's barrier. A nested team's worker (not a pool thread)
+// also waits on that barrier before its region's body, which the
+// barrier's generation tells apart: the team is new, and its start
+// barrier completes first of all, so the generation is 0 until then.
+// Idle workers were told apart before (by the pool).
+func (r *Runtime) workerBarrier(th *thread, run []stackstate.Frame, waitID uint64) (int64, bool) {
+	for _, f := range run {
+		if f.Function == "gomp_team_barrier_wait_end" {
+			return stackstate.BarrierImplicitPar, true
+		}
+	}
+	if th.team == 0 || waitID != th.team+r.lay.f(teamBarrierGeneration).Off {
+		return 0, false
+	}
+	gen, err := r.mem.Uint(waitID, r.lay.f(teamBarrierGeneration).Size, "gomp_team.barrier.generation")
+	if err != nil {
+		return 0, false
+	}
+	if th.level > 1 && gen&^barFlags == 0 {
+		return stackstate.Overhead, true
+	}
+	return stackstate.BarrierImplicitPar, true
+}
+
+// barFlags are the flag bits of a barrier's generation (BAR_INCR - 1 in
+// config/linux/bar.h: BAR_TASK_PENDING or BAR_WAS_LAST,
+// BAR_WAITING_FOR_TASK, BAR_CANCELLED); the count is above them.
+const barFlags = 7

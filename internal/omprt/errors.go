@@ -179,3 +179,13 @@ func (s *ErrorStore) Error(kind error, name Name, msg string) error {
 	*e = NameError{name: name, msg: msg, kind: [1]error{kind}}
 	return e
 }
+
+// StateUnknown is the cause of a thread state a runtime package infers
+// and could not (ThreadData.StateErr, which also matches ErrUnavailable):
+// Reason says why in one line and names no thread, so that threads
+// unknown for the same reason read alike (a tool groups them).
+type StateUnknown struct {
+	Reason string
+}
+
+func (u *StateUnknown) Error() string { return u.Reason }

@@ -9,7 +9,9 @@
  * writes its truth to DIR/truth.RANK once in place: its rank, pid, node,
  * how many OpenMP threads it has and, per thread of the region it hangs in,
  * omp_get_thread_num, omp_get_num_threads, omp_get_level and its state
- * (work_parallel spinning, wait_barrier_explicit in the barrier). A rank
+ * (work_parallel spinning; in the barrier wait_barrier_explicit, or on
+ * gcc's libgomp wait_barrier: gcc calls GOMP_barrier for an explicit
+ * barrier and a worksharing construct's implicit one alike). A rank
  * writes it only once it is in MPI_Barrier, or its threads in theirs: a
  * helper thread waits for the flag that the call sets (the barrier's
  * threads count themselves in just before it). Rank NODUMP_RANK makes
@@ -24,6 +26,12 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define BARRIER_STATE "wait_barrier"
+#else
+#define BARRIER_STATE "wait_barrier_explicit"
+#endif
 
 static volatile int forever = 1;
 
@@ -107,7 +115,7 @@ int main(int argc, char **argv) {
 			t.nums[i] = i;
 			t.teams[i] = omp_get_num_threads();
 			t.levels[i] = omp_get_level();
-			t.states[i] = i == 0 ? "work_parallel" : "wait_barrier_explicit";
+			t.states[i] = i == 0 ? "work_parallel" : BARRIER_STATE;
 #pragma omp barrier
 			if (i == 0) {
 				t.n = t.teams[0];

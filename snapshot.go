@@ -94,10 +94,14 @@ type ThreadSnapshot struct {
 	WaitID uint64 `json:"wait_id,omitempty"`
 	// StateInferred says State was inferred (from the thread's stack,
 	// for libgomp), not recorded by the runtime.
-	StateInferred bool               `json:"state_inferred,omitempty"`
-	Parallel      []ParallelSnapshot `json:"parallel"` // innermost first
-	Tasks         []TaskSnapshot     `json:"tasks"`    // current task, then its generating ancestors
-	ICVs          []ICVValue         `json:"icvs"`     // thread ICVs, then the current task's
+	StateInferred bool `json:"state_inferred,omitempty"`
+	// StateUnknown says, in one line naming no thread, why State is ""
+	// where the runtime records no states and the thread's stack did
+	// not tell; "" otherwise.
+	StateUnknown string             `json:"state_unknown,omitempty"`
+	Parallel     []ParallelSnapshot `json:"parallel"` // innermost first
+	Tasks        []TaskSnapshot     `json:"tasks"`    // current task, then its generating ancestors
+	ICVs         []ICVValue         `json:"icvs"`     // thread ICVs, then the current task's
 	// Frames is the thread's backtrace, innermost first, when the
 	// snapshot was taken WithBacktraces (see Thread.Backtrace).
 	Frames []FrameSnapshot `json:"frames,omitempty"`
@@ -459,6 +463,10 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 	}
 	if sn.tracking || d.StateInferred || sn.inferring {
 		sn.note(ts.ID, "state", d.StateErr)
+		var why *omprt.StateUnknown
+		if errors.As(d.StateErr, &why) {
+			ts.StateUnknown = why.Reason
+		}
 		if d.StateErr == nil {
 			st := State(d.State)
 			ts.State = st.String()

@@ -341,11 +341,7 @@ func writeDOT(w io.Writer, s *summary.Summary) error {
 				path = append(path, fmt.Sprintf("%s\\nlevel %d, team of %d", orQ(r.Function), r.Level, r.NumThreads))
 			}
 		}
-		state := g.State
-		if state == "" {
-			state = "(state unknown)"
-		}
-		path = append(path, "["+state+"]")
+		path = append(path, "["+g.StateText()+"]")
 		n := root
 		n.ranks, n.threads = n.ranks.Union(g.Ranks), n.threads+g.Threads
 		for _, p := range path {

@@ -163,6 +163,9 @@ func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
 		state := t.State
 		if state == "" {
 			state = "-"
+			if t.StateUnknown != "" {
+				state += " (" + t.StateUnknown + ")"
+			}
 		}
 		if t.WaitID != 0 {
 			state += fmt.Sprintf(" (wait id %#x)", t.WaitID)

@@ -67,6 +67,10 @@ type Key struct {
 	// a thread the runtime has not finished starting, or "" when the
 	// runtime does not track states.
 	State string `json:"state,omitempty"`
+	// StateUnknown says why State is "" when the runtime records no
+	// states and the thread's stack did not tell (see
+	// ompd.ThreadSnapshot.StateUnknown).
+	StateUnknown string `json:"state_unknown,omitempty"`
 	// League places the threads in a team of a host teams league; nil
 	// outside any. Threads of different teams are different groups.
 	League *League `json:"league,omitempty"`
@@ -100,6 +104,10 @@ type Region struct {
 func (k Key) id() string {
 	b := make([]byte, 0, 128)
 	b = append(b, k.State...)
+	if k.StateUnknown != "" {
+		b = append(b, 3)
+		b = append(b, k.StateUnknown...)
+	}
 	if k.League != nil {
 		b = append(b, 2)
 		b = strconv.AppendInt(b, int64(k.League.TeamNum), 10)
@@ -136,7 +144,7 @@ type Options struct {
 
 // KeyOf returns the key of a thread of a snapshot.
 func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
-	k := Key{State: t.State}
+	k := Key{State: t.State, StateUnknown: t.StateUnknown}
 	if t.Starting {
 		k.State = "starting"
 	}
@@ -238,11 +246,7 @@ func build(total int, ranks Ranges, groups map[string]*Group) *Summary {
 // then the host team ("; host team 1 of 2").
 func (k Key) Describe() string {
 	var b strings.Builder
-	if k.State != "" {
-		b.WriteString(k.State)
-	} else {
-		b.WriteString("(state unknown)")
-	}
+	b.WriteString(k.StateText())
 	active := 0
 	for _, r := range k.Regions {
 		if r.Level == 0 && r.NumThreads <= 1 && r.Function == "" {
@@ -271,6 +275,18 @@ func (k Key) Describe() string {
 		b.WriteString("; stack " + strings.Join(k.Stack, " < "))
 	}
 	return b.String()
+}
+
+// StateText is the state as the one-line descriptions show it: the state's
+// name, or "(state unknown)" with why when that is known.
+func (k Key) StateText() string {
+	switch {
+	case k.State != "":
+		return k.State
+	case k.StateUnknown != "":
+		return "(state unknown: " + k.StateUnknown + ")"
+	}
+	return "(state unknown)"
 }
 
 // Range is the integers First to Last, both included.

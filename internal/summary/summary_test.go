@@ -257,3 +257,35 @@ func TestLeagueGroups(t *testing.T) {
 	require.Len(t, m.Groups, 3)
 	assert.Equal(t, 4, m.Groups[0].Threads, "team 0's threads of both ranks")
 }
+
+// TestUnknownStateGroups: threads whose state the stack did not tell are
+// grouped by why, which their line says, and the reason survives JSON and
+// merging.
+func TestUnknownStateGroups(t *testing.T) {
+	region := []ompd.ParallelSnapshot{{Level: 1, NumThreads: 4, Function: "f"}, {Level: 0, NumThreads: 1}}
+	spin := "libgomp records no thread state, and it runs an unnamed libgomp function (spinning, or not yet asleep)"
+	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
+		{GTID: 1, StateUnknown: spin, Parallel: region},
+		{GTID: 2, StateUnknown: spin, Parallel: region},
+		{GTID: 3, StateUnknown: "libgomp records no thread state, and its stack cannot be read", Parallel: region},
+		{GTID: 4, Parallel: region},
+	}}
+	sum := summary.Of(0, s, summary.Options{})
+	require.Len(t, sum.Groups, 3)
+	assert.Equal(t, 2, sum.Groups[0].Threads)
+	assert.Equal(t, "(state unknown: "+spin+") in f, level 1, team of 4", sum.Groups[0].Describe())
+	var plain []string
+	for _, g := range sum.Groups[1:] {
+		plain = append(plain, g.Describe())
+	}
+	assert.ElementsMatch(t, []string{
+		"(state unknown: libgomp records no thread state, and its stack cannot be read) in f, level 1, team of 4",
+		"(state unknown) in f, level 1, team of 4",
+	}, plain)
+	b, err := json.Marshal(sum)
+	require.NoError(t, err)
+	var back summary.Summary
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, sum, &back)
+	assert.Len(t, summary.Merge(sum, summary.Of(1, s, summary.Options{})).Groups, 3)
+}

@@ -272,13 +272,3 @@ func (as *AddressSpace) ThreadLimit() (int, error) {
 	}
 	return as.rt.ThreadLimit()
 }
-
-// Device would open the address space of an offload device of this process
-// (ompd_device_initialize). This package reads host runtimes only: it
-// always returns an error matching ErrUnsupported.
-func (as *AddressSpace) Device(kind uint64, id []byte) (*AddressSpace, error) {
-	if err := as.check(); err != nil {
-		return nil, err
-	}
-	return nil, errorf(ErrUnsupported, "device %#x: only host address spaces are supported", kind)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 )
@@ -403,13 +402,12 @@ func (sn *snap) frames(ctx context.Context, th Thread, ts *ThreadSnapshot, opts 
 	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) && !errors.Is(bt.PlaceErr, ErrUnsupported) {
 		sn.note(ts.ID, "backtrace task placement", bt.PlaceErr)
 	}
-	ts.Frames = bt.SnapshotFrames()
+	ts.Frames = bt.snapshotFrames()
 }
 
-// SnapshotFrames returns the backtrace's frames in their Snapshot form
-// (ThreadSnapshot.Frames), for instance to print or encode a backtrace
-// taken with Thread.Backtrace as a snapshot would.
-func (bt *Backtrace) SnapshotFrames() []FrameSnapshot {
+// snapshotFrames returns the backtrace's frames in their Snapshot form
+// (ThreadSnapshot.Frames).
+func (bt *Backtrace) snapshotFrames() []FrameSnapshot {
 	out := make([]FrameSnapshot, len(bt.Frames))
 	for i, f := range bt.Frames {
 		fs := FrameSnapshot{Index: f.Index, PC: f.PC, CFA: f.CFA, Function: f.Function, File: f.File, Line: f.Line,
@@ -421,44 +419,6 @@ func (bt *Backtrace) SnapshotFrames() []FrameSnapshot {
 			fs.Task, fs.Level, fs.Wait = tk.Task.String(), tk.Level, tk.Wait
 		}
 		out[i] = fs
-	}
-	return out
-}
-
-// StackKey is a short description of where a thread's stack stands, for
-// grouping threads ("how many threads are where"): the functions of its
-// frames, innermost first, with each run of runtime frames (and the
-// libraries the runtime called) folded into the runtime function the
-// program called, and the frames outside every task (a worker's thread
-// start) left out. Threads waiting in the same barrier of the same
-// region have the same key, in every process of a job: a function without
-// a name is "?? in OBJECT", never its address.
-func StackKey(frames []FrameSnapshot) []string {
-	var out []string
-	placed := false
-	for i := 0; i < len(frames); i++ {
-		f := frames[i]
-		if f.Task == "" && placed {
-			break
-		}
-		placed = placed || f.Task != ""
-		if f.Runtime || f.InRuntimeCall {
-			j := i
-			for j+1 < len(frames) && (frames[j+1].Runtime || frames[j+1].InRuntimeCall) && frames[j+1].Task == f.Task {
-				j++
-			}
-			f, i = frames[j], j
-		}
-		name := f.Function
-		if name == "" {
-			// No address: it differs between processes (address-space
-			// layout randomization), and keys merge across processes.
-			name = "??"
-			if f.Object != "" {
-				name += " in " + path.Base(f.Object)
-			}
-		}
-		out = append(out, name)
 	}
 	return out
 }

@@ -45,28 +45,3 @@ func ExampleThread_Backtrace() {
 		}
 	}
 }
-
-// Group the threads of a snapshot by where their stacks stand: at a
-// thousand threads, how many threads are where.
-func ExampleStackKey() {
-	c, err := core.Open("prog", "prog.core")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
-	as, err := ompd.Open(c)
-	if err != nil {
-		log.Fatal(err)
-	}
-	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces())
-	if err != nil {
-		log.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, th := range s.Threads {
-		count[fmt.Sprint(ompd.StackKey(th.Frames))]++
-	}
-	for key, n := range count {
-		fmt.Println(n, "threads in", key)
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/internal/summary"
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
@@ -89,7 +90,7 @@ func TestSnapshotBacktraces(t *testing.T) {
 	for _, th := range s.Threads {
 		require.NotEmpty(t, th.Frames, th.ID)
 		assert.Empty(t, th.StackEnd, th.ID)
-		key := strings.Join(ompd.StackKey(th.Frames), " < ")
+		key := strings.Join(summary.StackKey(th.Frames), " < ")
 		keys[key]++
 		if th.LWP == uint64(stop.Truth.StopTID) {
 			stopperKey = key
@@ -350,26 +351,4 @@ func TestBacktraceDemangled(t *testing.T) {
 		names[g.Function()] = true
 	}
 	assert.True(t, names["__kmp_invoke_task"], "gdb names it so too: %v", names)
-}
-
-// TestStackKey: runtime runs fold into the call the program made, frames
-// after the thread's tasks are left out, and nameless code is named by its
-// object, not by an address that differs between processes.
-func TestStackKey(t *testing.T) {
-	frames := []ompd.FrameSnapshot{
-		{PC: 0x7f0000001000, Object: "/usr/lib/x86_64-linux-gnu/libc.so.6", InRuntimeCall: true, Task: "task/1", Level: 1},
-		{PC: 0x7f0000002000, Function: "__kmp_barrier", Runtime: true, InRuntimeCall: true, Task: "task/1", Level: 1},
-		{PC: 0x7f0000003000, Function: "__kmpc_barrier", Runtime: true, InRuntimeCall: true, Task: "task/1", Level: 1},
-		{PC: 0x555500001000, Function: "work", Task: "task/1", Level: 1},
-		{PC: 0x555500002000, Object: "/opt/lib/libuser.so", Task: "task/1", Level: 1},
-		{PC: 0x7f0000004000, Function: "__kmp_invoke_microtask", Runtime: true},
-		{PC: 0x7f0000005000, Function: "start_thread"},
-	}
-	assert.Equal(t, []string{"__kmpc_barrier", "work", "?? in libuser.so"}, ompd.StackKey(frames))
-	// Without task placement (no task frames), every frame counts.
-	for i := range frames {
-		frames[i].Task, frames[i].InRuntimeCall = "", false
-	}
-	assert.Equal(t, []string{"?? in libc.so.6", "__kmpc_barrier", "work", "?? in libuser.so", "__kmp_invoke_microtask", "start_thread"},
-		ompd.StackKey(frames))
 }

@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,14 @@ func TestConstantsMatchTheBoundary(t *testing.T) {
 	}
 	assert.Equal(t, omprt.IDPthread, int(ompd.PthreadID))
 	assert.Equal(t, omprt.IDLWP, int(ompd.LWPID))
+}
+
+// TestVersionsAgree: Version and VersionString name the same
+// specification (Version is its _OPENMP value).
+func TestVersionsAgree(t *testing.T) {
+	spec := map[int]string{201511: "4.5", 201811: "5.0", 202011: "5.1", 202111: "5.2", 202411: "6.0"}
+	name, ok := spec[ompd.Version]
+	if assert.True(t, ok, "Version %d is no OpenMP specification's _OPENMP", ompd.Version) {
+		assert.Contains(t, ompd.VersionString(), fmt.Sprintf("OMPD %d (OpenMP %s ", ompd.Version, name))
+	}
 }

@@ -185,8 +185,6 @@ func TestAddressSpaceOnCore(t *testing.T) {
 	tl, err := as.ThreadLimit()
 	require.NoError(t, err)
 	assert.Greater(t, tl, 0)
-	_, err = as.Device(1, nil)
-	assert.ErrorIs(t, err, ompd.ErrUnsupported)
 
 	// A non-OpenMP OS thread id is unavailable, an unknown one bad input.
 	_, err = as.ThreadByOSThread(ompd.LWPID, 1)

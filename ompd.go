@@ -37,6 +37,9 @@
 // the process has run and stopped again; handles obtained before stay valid
 // only as long as the runtime objects they name do (see [ErrStaleHandle]).
 //
+// The package reads the host's runtime only: OMPD's device address spaces
+// (ompd_device_initialize, for offload devices) have no counterpart.
+//
 // All methods are safe for concurrent use by several goroutines.
 package ompd
 
@@ -50,15 +53,21 @@ import (
 	"github.com/ompd-go/ompd/internal/omprt"
 )
 
-// Version is the OMPD API version this package implements, in the form
-// OMPD's ompd_get_api_version reports it (year and month of the
-// specification draft it follows, as LLVM's libompd 19 does).
-const Version = 201811
+// Version is the OMPD API version this package implements, as OMPD's
+// ompd_get_api_version reports it: the _OPENMP value (year and month) of
+// the OpenMP specification whose OMPD it follows, OpenMP 5.1's, whose
+// additions it has (ErrIncomplete, the teams ICVs, the states
+// StateWaitBarrierImplementation and StateWaitBarrierTeams). LLVM's libompd
+// 19 and GCC's libgompd report 201811 (OpenMP 5.0).
+const Version = 202011
+
+// specVersion is the OpenMP version whose _OPENMP value Version is.
+const specVersion = "5.1"
 
 // VersionString describes this implementation, as ompd_get_version_string
 // does.
 func VersionString() string {
-	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP 5.1 debugging interface) for LLVM's libomp and GCC's libgomp", Version)
+	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP %s debugging interface) for LLVM's libomp and GCC's libgomp", Version, specVersion)
 }
 
 // Errors returned by this package, matching OMPD's return codes. Use
@@ -76,7 +85,7 @@ var (
 	// the wrong kind.
 	ErrBadInput = omprt.ErrBadInput
 	// ErrUnsupported (ompd_rc_unsupported): the operation is not supported
-	// for this target or runtime (devices, a thread id kind the platform
+	// for this target or runtime (a thread id kind the platform
 	// lacks).
 	ErrUnsupported = omprt.ErrUnsupported
 	// ErrNeedsStateTracking (ompd_rc_needs_state_tracking): the runtime

@@ -186,7 +186,7 @@ func (o *options) read(ctx context.Context, t target.Target, rank int) (*ompd.Sn
 func (o *options) summaryOptions(t target.Target) summary.Options {
 	sopts := summary.Options{Source: sourceOf(t)}
 	if o.bt {
-		sopts.Stack = func(t ompd.ThreadSnapshot) []string { return ompd.StackKey(t.Frames) }
+		sopts.Stack = func(t ompd.ThreadSnapshot) []string { return summary.StackKey(t.Frames) }
 	}
 	return sopts
 }

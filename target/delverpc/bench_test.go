@@ -29,7 +29,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	as, err := ompd.Open(ct)
 	require.NoError(b, err)
 	defer as.Close()
-	req0 := tgt.Requests()
+	req0 := delverpc.Requests(tgt)
 	ct.Reads.Store(0)
 	for b.Loop() {
 		as.Refresh()
@@ -39,5 +39,5 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(ct.Reads.Load())/float64(b.N), "reads/op")
-	b.ReportMetric(float64(tgt.Requests()-req0)/float64(b.N), "requests/op")
+	b.ReportMetric(float64(delverpc.Requests(tgt)-req0)/float64(b.N), "requests/op")
 }

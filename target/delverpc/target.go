@@ -446,9 +446,9 @@ func (t *Target) Pid() int {
 	return t.stop.pid
 }
 
-// Requests returns how many requests the Target sent to the server so
-// far, to see what a query costs in round trips.
-func (t *Target) Requests() uint64 { return t.c.calls.Load() }
+// requests returns how many requests the Target sent to the server so
+// far, to see what a query costs in round trips (the benchmarks report it).
+func (t *Target) requests() uint64 { return t.c.calls.Load() }
 
 // CurrentThread returns the OS thread id of the thread the debugger has
 // selected at the stop last seen (0 if none).

@@ -22,6 +22,10 @@ cd "$(dirname "$0")/.."
 
 bash scripts/build-runtime.sh
 bash scripts/build-gomp.sh
+# LLVM 13 and 16 built with symbols (about two minutes each the first
+# time): the first and last releases whose breakpoint functions have C++
+# names (cmd/ompdtool's TestReleaseBreakpoints).
+bash scripts/build-releases.sh 13 16
 # Slurm, munge and Open MPI for the whole-job test (ompdtool job on a
 # 4-node cluster on this machine: scripts/slurm-cluster.sh).
 bash scripts/slurm-cluster.sh install

@@ -1,7 +1,11 @@
 package kmp
 
 import (
+	"errors"
+
+	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/target"
 )
 
 // needOMPD fails for what only a runtime built with OMPD support has.
@@ -10,6 +14,22 @@ func (rt *Runtime) needOMPD(what string) error {
 		return errorf(omprt.ErrUnsupported, "%s: the runtime is built without OMPD support", what)
 	}
 	return nil
+}
+
+// funcSym looks up a function of the runtime that LLVM 13-16 compile as
+// C++ (the OMPD breakpoint functions and ompd_dll_locations_valid, all
+// void f(void)): by its C name, else by its C++ one,
+// _Z<length><name>v. It returns the symbol found.
+func (rt *Runtime) funcSym(name string) (string, uint64, error) {
+	a, err := rt.sym(name)
+	if err == nil || !errors.Is(err, target.ErrNotFound) {
+		return name, a, err
+	}
+	mangled := objfile.CXXFuncName(name)
+	if a, err2 := rt.sym(mangled); err2 == nil {
+		return mangled, a, nil
+	}
+	return name, 0, err
 }
 
 // OpenMPVersion returns _OPENMP of the runtime.
@@ -77,11 +97,11 @@ func (rt *Runtime) Breakpoints() ([]omprt.Breakpoint, error) {
 	}
 	out := make([]omprt.Breakpoint, len(breakpointNames))
 	for i, name := range breakpointNames {
-		a, err := rt.sym(name)
+		sym, a, err := rt.funcSym(name)
 		if err != nil {
 			return nil, wrapErr(omprt.ErrIncompatible, err, "breakpoint %s", name)
 		}
-		out[i] = omprt.Breakpoint{Name: name, Addr: a}
+		out[i] = omprt.Breakpoint{Name: sym, Addr: a}
 	}
 	return out, nil
 }

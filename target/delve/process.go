@@ -557,6 +557,10 @@ func (p *Process) OpenRuntime(ctx context.Context) (*ompd.AddressSpace, error) {
 	p.mu.Lock()
 	addr, lerr := p.lookupSymbolLocked("ompd_dll_locations_valid")
 	if lerr != nil {
+		// LLVM 13-16 compile it as a C++ function.
+		addr, lerr = p.lookupSymbolLocked(objfile.CXXFuncName("ompd_dll_locations_valid"))
+	}
+	if lerr != nil {
 		p.mu.Unlock()
 		// A runtime without OMPD support, or none at all: Open said why.
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,5 +130,51 @@ func TestCoreGomp(t *testing.T) {
 			assert.NotContains(t, out, "Errors (")
 			assert.Contains(t, out, "work_parallel")
 		})
+	}
+}
+
+// TestCoreGompHung: a hung gcc program on the system's libgomp (no debug
+// information) prints every thread's wait, none "state unknown": the
+// hung fixture's roles, each with the state the tool names for it.
+func TestCoreGompHung(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Hung)
+	out := runTool(t, "-json", "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+	var snap struct {
+		Threads []struct {
+			LWP          int    `json:"lwp"`
+			State        string `json:"state"`
+			StateUnknown string `json:"state_unknown"`
+		} `json:"threads"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &snap), out)
+	want := map[string]string{
+		fixtures.RoleStopper: "work_serial", fixtures.RoleIdle: "idle", fixtures.RoleWorking: "work_parallel",
+		fixtures.RoleImplicitBarrier: "wait_barrier_implicit_parallel", fixtures.RoleBarrier: "wait_barrier",
+		fixtures.RoleCritical: "wait_critical", fixtures.RoleLock: "wait_lock", fixtures.RoleOrdered: "wait_ordered",
+		fixtures.RoleTaskgroup: "wait_taskgroup", fixtures.RoleTaskwait: "wait_taskwait",
+	}
+	require.Len(t, snap.Threads, len(stop.Truth.Threads))
+	for _, th := range snap.Threads {
+		tr := stop.Truth.ThreadByTID(th.LWP)
+		require.NotNil(t, tr, "thread %d", th.LWP)
+		assert.Equal(t, want[tr.Role], th.State, "thread %d (%s)", th.LWP, tr.Role)
+		assert.Empty(t, th.StateUnknown)
+	}
+	text := runTool(t, "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+	assert.NotContains(t, text, "state unknown")
+}
+
+// TestCoreGompHostTeams: threads of a host team on the system's libgomp
+// say which team of the league they are in.
+func TestCoreGompHostTeams(t *testing.T) {
+	info := fixtures.SystemGomp(t)
+	for _, args := range [][]string{nil, {"body"}} {
+		stop := fixtures.CoreWith(t, info, fixtures.HostTeams, args...)
+		out := runTool(t, "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+		groups := regexp.MustCompile(`(?m)^  \d+ threads? .*$`).FindAllString(out, -1)
+		require.NotEmpty(t, groups, out)
+		for _, g := range groups {
+			assert.True(t, strings.HasSuffix(g, "; host team 1 of 3"), "%v: %s", args, g)
+		}
 	}
 }

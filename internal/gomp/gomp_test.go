@@ -101,6 +101,22 @@ func TestCoresAgainstTruth(t *testing.T) {
 	}
 }
 
+// TestHostTeamsBody reads a host team stopped in its body, before any
+// parallel region, on every setup: one thread, serial, in team 1 of 3.
+func TestHostTeamsBody(t *testing.T) {
+	for _, s := range setups() {
+		t.Run(s.name, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, s.info(t), fixtures.HostTeams, "body")
+			c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			r, err := gomp.Open(c)
+			require.NoError(t, err)
+			checkTruth(t, r, c, stop.Truth, s.globals)
+		})
+	}
+}
+
 // checkTruth compares what r (reading tg) says of every thread, its
 // regions, tasks and ICVs with the program's truth.
 func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures.Truth, globals bool) {
@@ -137,6 +153,18 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 			require.NoError(t, d.NumErr)
 			assert.Equal(t, th.ThreadNum, d.Num, "thread number")
 			require.NoError(t, d.RegionErr)
+			// Its host teams league: libgomp keeps both numbers
+			// in each thread's gomp_thread.
+			require.NoError(t, d.LeagueErr)
+			if truth.NumTeams > 0 {
+				team, ok := truth.TeamNum(th.TID)
+				require.True(t, ok)
+				assert.Equal(t, team, d.TeamNum, "omp_get_team_num")
+				assert.Equal(t, truth.NumTeams, d.NumTeams, "omp_get_num_teams")
+			} else {
+				assert.Equal(t, 0, d.TeamNum, "in no league")
+				assert.Equal(t, 1, d.NumTeams, "in no league")
+			}
 
 			checkState(t, tg, th, d, globals)
 

@@ -3,7 +3,7 @@
 package gomp
 
 // gomp_thread as libgomp 12.2.0 lays it out.
-var threadGCC12_2_0 = structLayout{typeThread, 120, []uint64{0, 8, 16, 40, 44, 48, 88, 96, 104}}
+var threadGCC12_2_0 = structLayout{typeThread, 120, []uint64{0, 8, 16, 40, 44, 48, 88, 96, 104, 112, 116}}
 
 // gomp_team as libgomp 12.2.0 lays it out.
 var teamGCC12_2_0 = structLayout{typeTeam, 1344, []uint64{0, 8, 32, 36, 40, 88, 80, 132, 1344}}

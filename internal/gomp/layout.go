@@ -25,6 +25,8 @@ const (
 	thrTask
 	thrRelease
 	thrPool
+	thrNumTeams
+	thrTeamNum
 	teamNthreads
 	teamPrevTeam
 	teamPrevTeamID
@@ -81,6 +83,8 @@ var fieldSpecs = [numFields]fieldSpec{
 	thrTask:               {"gomp_thread", "task", 8},
 	thrRelease:            {"gomp_thread", "release", 4},
 	thrPool:               {"gomp_thread", "thread_pool", 8},
+	thrNumTeams:           {"gomp_thread", "num_teams", 4},
+	thrTeamNum:            {"gomp_thread", "team_num", 4},
 	teamNthreads:          {"gomp_team", "nthreads", 4},
 	teamPrevTeam:          {"gomp_team", "prev_ts.team", 8},
 	teamPrevTeamID:        {"gomp_team", "prev_ts.team_id", 4},

@@ -44,10 +44,13 @@ type thread struct {
 	addr                       uint64
 	fn, team, task, pool       uint64
 	teamID, level, activeLevel uint64
-	idle                       bool
-	chain                      []level // innermost first, down to level 1
-	chainErr                   error
-	omp                        bool // an OpenMP thread at all
+	// numTeams and teamNum place the thread in a host teams league:
+	// omp_get_num_teams() - 1 and omp_get_team_num().
+	numTeams, teamNum uint64
+	idle              bool
+	chain             []level // innermost first, down to level 1
+	chainErr          error
+	omp               bool // an OpenMP thread at all
 }
 
 // level is one team of a thread's nest.
@@ -192,6 +195,8 @@ func (r *Runtime) readThread(ot target.Thread) (*thread, error) {
 	th.teamID = v.F(l.f(thrTeamID))
 	th.level = v.F(l.f(thrLevel))
 	th.activeLevel = v.F(l.f(thrActiveLevel))
+	th.numTeams = v.F(l.f(thrNumTeams))
+	th.teamNum = v.F(l.f(thrTeamNum))
 	th.omp = th.team != 0 || th.task != 0 || th.pool != 0
 	// A thread leaving libgomp (a nested team's worker after its team
 	// ended, a pool thread told to exit) clears its pool and task but
@@ -277,9 +282,10 @@ func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.Th
 	if th.idle {
 		d.State, d.StateInferred = stateIdle, true
 		why := omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is idle in the thread pool", th.os.ID)
-		d.NumErr, d.RegionErr, d.TaskErr = why, why, why
+		d.NumErr, d.RegionErr, d.TaskErr, d.LeagueErr = why, why, why, why
 		return d
 	}
+	d.TeamNum, d.NumTeams, d.LeagueErr = league(th)
 	si := s.stacks[ref]
 	d.State, d.WaitID, d.StateErr, d.StateInferred = si.state, si.waitID, si.stateErr, si.stateErr == nil
 	if th.level == 0 {
@@ -298,6 +304,18 @@ func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.Th
 		d.TaskErr = omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d at level %d has no task", th.os.ID, th.level)
 	}
 	return d
+}
+
+// league places a thread in its host teams league: GOMP_teams_reg runs
+// the league's teams one after another in the thread that met the teams
+// construct, keeping the team's number and the league's size less one in
+// its gomp_thread, and gomp_team_start copies both into the threads of
+// each team it starts. Outside a league both are 0.
+func league(th *thread) (teamNum, numTeams int, err error) {
+	if th.numTeams >= maxTeam || th.teamNum > th.numTeams {
+		return 0, 0, omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d: team %d of a league of %d", th.os.ID, th.teamNum, th.numTeams+1)
+	}
+	return int(th.teamNum), int(th.numTeams) + 1, nil
 }
 
 // taskRef names the task at addr: an implicit task with its level, an

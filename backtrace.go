@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/ompd-go/ompd/internal/omprt"
 )
 
 // Frame is one call frame of a thread's backtrace, placed in the thread's
@@ -77,11 +75,26 @@ type BacktraceTask struct {
 	// not returned from (the frame at its enter frame), "" when it runs
 	// its own code.
 	Entered string
-	// Wait says what that call waits in: "taskwait", "taskgroup",
-	// "barrier", "parallel" (a nested region the task started), or ""
-	// for other runtime calls.
-	Wait string
+	// Wait says what that call waits in: WaitTaskwait, WaitTaskgroup,
+	// WaitBarrier, WaitParallel (a nested region the task started), or
+	// WaitNone for other runtime calls.
+	Wait WaitKind
 }
+
+// WaitKind says what a task waits in when it called the runtime
+// (BacktraceTask.Wait). The runtime package behind the address space
+// tells it from the function the task called. String names it, ""
+// for WaitNone.
+type WaitKind int
+
+// Waits (the runtime boundary's omprt.Wait values).
+const (
+	WaitNone      WaitKind = iota //
+	WaitTaskwait                  // taskwait
+	WaitTaskgroup                 // taskgroup
+	WaitBarrier                   // barrier
+	WaitParallel                  // parallel
+)
 
 // Backtrace is a thread's call stack at the stop, placed in its tasks.
 type Backtrace struct {
@@ -250,7 +263,7 @@ func (bt *Backtrace) place(ptr int) {
 			// The runtime called by the task: the outermost such frame
 			// is the call the task made.
 			bt.Tasks[i].Entered = f.Function
-			bt.Tasks[i].Wait = waitName(bt.Thread.as.rt.Wait(f.Function))
+			bt.Tasks[i].Wait = WaitKind(bt.Thread.as.rt.Wait(f.Function))
 		}
 	}
 }
@@ -268,21 +281,6 @@ func inRuntime(cfa uint64, enter FrameInfo, ptr int) bool {
 		return cfa < e
 	}
 	return cfa <= e
-}
-
-// waitName names a wait as BacktraceTask.Wait does.
-func waitName(w omprt.Wait) string {
-	switch w {
-	case omprt.WaitTaskwait:
-		return "taskwait"
-	case omprt.WaitTaskgroup:
-		return "taskgroup"
-	case omprt.WaitBarrier:
-		return "barrier"
-	case omprt.WaitParallel:
-		return "parallel"
-	}
-	return ""
 }
 
 // foldRuntime folds runs of runtime frames of one task into their
@@ -379,9 +377,9 @@ type FrameSnapshot struct {
 	Task string `json:"task,omitempty"`
 	// Level is the nesting level of that task's region, -1 if unknown.
 	Level int `json:"level"`
-	// Wait is what the frame's task waits in ("taskwait", "barrier",
-	// ...; see BacktraceTask.Wait), on the task's frames only.
-	Wait string `json:"wait,omitempty"`
+	// Wait is what the frame's task waits in (BacktraceTask.Wait), on
+	// the task's frames only.
+	Wait WaitKind `json:"wait,omitempty"`
 	// Folded is the number of runtime frames this frame stands for when
 	// the backtrace was folded (FoldRuntime), 0 otherwise.
 	Folded int `json:"folded,omitempty"`

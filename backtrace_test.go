@@ -67,7 +67,7 @@ func TestBacktraceFoldRuntime(t *testing.T) {
 		}
 		assert.Equal(t, len(full.Frames), n, "folded frames stand for all frames")
 		assert.Equal(t, "__kmpc_barrier", bt.Frames[0].Function, "the barrier call, folded")
-		assert.Equal(t, "barrier", bt.Tasks[0].Wait)
+		assert.Equal(t, ompd.WaitBarrier, bt.Tasks[0].Wait)
 		assert.Equal(t, "__kmpc_barrier", bt.Tasks[0].Entered)
 	}
 }
@@ -272,7 +272,7 @@ func TestBacktraceStrippedRuntime(t *testing.T) {
 	require.NoError(t, err)
 	waits := 0
 	for _, tk := range bt.Tasks {
-		if tk.Wait == "taskwait" {
+		if tk.Wait == ompd.WaitTaskwait {
 			waits++
 			assert.Equal(t, "__kmpc_omp_taskwait", tk.Entered)
 		}

@@ -292,7 +292,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 			require.NoError(t, err)
 			for _, ts := range snap.Threads {
 				for _, v := range ts.ICVs {
-					if v.Name == "nthreads-var" {
+					if v.ICV == ompd.ICVNthreadsVar {
 						assert.Equal(t, !globals, v.Incomplete, "thread %s nthreads-var %q", ts.ID, v.Value)
 					}
 				}
@@ -304,7 +304,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 			if globals {
 				var found bool
 				for _, v := range snap.ICVs {
-					if v.Name == "affinity-format-var" {
+					if v.ICV == ompd.ICVAffinityFormatVar {
 						found = true
 						assert.Equal(t, fixtures.AffinityFormat, v.Value)
 					}

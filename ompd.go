@@ -45,7 +45,7 @@ package ompd
 
 // The String methods of the enumerations are generated; their names are the
 // constants' line comments.
-//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -linecomment -output enums_string.go -type State,ScopeKind,ScheduleKind,ProcBind,LayoutSource
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -linecomment -output enums_string.go -type State,ScopeKind,ScheduleKind,ProcBind,LayoutSource,WaitKind
 
 import (
 	"fmt"

@@ -30,8 +30,8 @@ type Snapshot struct {
 	// (AddressSpace.OpenMPVersion, e.g. 201811).
 	OpenMPVersion int `json:"openmp_version"`
 	// LayoutSource says where the runtime's structure layout came from
-	// (RuntimeInfo.Layout as text).
-	LayoutSource string `json:"layout_source"`
+	// (RuntimeInfo.Layout).
+	LayoutSource LayoutSource `json:"layout_source"`
 	// StateTracking says whether the runtime tracks thread states and
 	// task frames (AddressSpace.StateTracking).
 	StateTracking bool `json:"state_tracking"`
@@ -86,17 +86,21 @@ type ThreadSnapshot struct {
 	// outside any (see MarshalJSON).
 	TeamNum  int `json:"team_num,omitempty"`
 	NumTeams int `json:"num_teams,omitempty"`
-	// State is the thread's state name (Thread.State), "" when the
-	// runtime cannot tell.
-	State string `json:"state,omitempty"`
+	// State is the thread's state (Thread.State), StateUndefined with
+	// NoState set when the runtime cannot tell.
+	State State `json:"state"`
+	// NoState tells that the runtime cannot tell the thread's state
+	// (Thread.State failed: no state tracking, for instance). JSON leaves
+	// state out then (see MarshalJSON).
+	NoState bool `json:"-"`
 	// WaitID is what the thread waits on (a lock, a barrier), for the
 	// states that wait on something.
 	WaitID uint64 `json:"wait_id,omitempty"`
 	// StateInferred says State was inferred (from the thread's stack,
 	// for libgomp), not recorded by the runtime.
 	StateInferred bool `json:"state_inferred,omitempty"`
-	// StateUnknown says, in one line naming no thread, why State is ""
-	// where the runtime records no states and the thread's stack did
+	// StateUnknown says, in one line naming no thread, why there is no
+	// state (NoState) where the runtime records no states and the thread's stack did
 	// not tell; "" otherwise.
 	StateUnknown string             `json:"state_unknown,omitempty"`
 	Parallel     []ParallelSnapshot `json:"parallel"` // innermost first
@@ -112,26 +116,20 @@ type ThreadSnapshot struct {
 
 // MarshalJSON encodes t with the field tags, except that team_num is
 // present whenever num_teams is: a thread of team 0 of a league says so,
-// rather than looking like a thread outside any league; and thread_num is
+// rather than looking like a thread outside any league; thread_num is
 // left out when NumUnknown: a thread with no thread number does not look
-// like thread 0.
+// like thread 0; and state is left out when NoState.
 func (t ThreadSnapshot) MarshalJSON() ([]byte, error) {
 	type plain ThreadSnapshot // without this method
 	b, err := json.Marshal(plain(t))
 	if err != nil {
 		return b, err
 	}
-	// The first `"key":` in b is that key, as quotes inside the string
-	// values before it are escaped.
 	if t.NumUnknown {
-		// thread_num's value is a number: it ends at the next comma
-		// (parallel, never omitted, follows it).
-		const key = `"thread_num":`
-		if i := bytes.Index(b, []byte(key)); i >= 0 {
-			if j := bytes.IndexByte(b[i:], ','); j >= 0 {
-				b = slices.Delete(b, i, i+j+1)
-			}
-		}
+		b = dropKey(b, "thread_num")
+	}
+	if t.NoState {
+		b = dropKey(b, "state")
 	}
 	if t.NumTeams <= 0 || t.TeamNum != 0 {
 		return b, nil
@@ -147,12 +145,14 @@ func (t ThreadSnapshot) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes: a thread without
-// thread_num has NumUnknown set.
+// thread_num has NumUnknown set, one without state NoState (and
+// StateUndefined).
 func (t *ThreadSnapshot) UnmarshalJSON(b []byte) error {
 	type plain ThreadSnapshot // without this method
 	aux := struct {
 		*plain
-		Num *int `json:"thread_num"` // hides plain's
+		Num   *int   `json:"thread_num"` // hides plain's
+		State *State `json:"state"`      // hides plain's
 	}{plain: (*plain)(t)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -161,7 +161,41 @@ func (t *ThreadSnapshot) UnmarshalJSON(b []byte) error {
 	if aux.Num != nil {
 		t.Num = *aux.Num
 	}
+	t.State, t.NoState = StateUndefined, aux.State == nil
+	if aux.State != nil {
+		t.State = *aux.State
+	}
 	return nil
+}
+
+// dropKey removes the member key from the JSON object b, with its value (a
+// number, or a string without escapes) and the comma that separates it.
+// The first `"key":` in b is that key, as the quotes inside string values
+// are escaped.
+func dropKey(b []byte, key string) []byte {
+	i := bytes.Index(b, []byte(`"`+key+`":`))
+	if i < 0 {
+		return b
+	}
+	j := i + len(key) + 3
+	if j < len(b) && b[j] == '"' {
+		e := bytes.IndexByte(b[j+1:], '"')
+		if e < 0 {
+			return b
+		}
+		j += e + 2
+	} else {
+		for j < len(b) && b[j] != ',' && b[j] != '}' {
+			j++
+		}
+	}
+	switch {
+	case j < len(b) && b[j] == ',':
+		return slices.Delete(b, i, j+1)
+	case i > 0 && b[i-1] == ',':
+		return slices.Delete(b, i-1, j)
+	}
+	return slices.Delete(b, i, j)
 }
 
 // ParallelSnapshot is one region of a thread's region nest.
@@ -188,8 +222,8 @@ type ParallelSnapshot struct {
 type TaskSnapshot struct {
 	// ID names the task handle (Task.String).
 	ID string `json:"id"`
-	// Kind is the task's kind name (Task.Kind).
-	Kind string `json:"kind"`
+	// Kind is the task's kind and properties (Task.Kind).
+	Kind TaskKind `json:"kind"`
 	// InFinal is omp_in_final in the task.
 	InFinal bool `json:"in_final"`
 	// Function and FunctionPC are the task's entry function
@@ -201,18 +235,56 @@ type TaskSnapshot struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	// ExitFrame, EnterFrame and their flags are the task's frames
-	// (Task.Frames; FrameFlags as text), 0 and "" when not set.
-	ExitFrame  uint64 `json:"exit_frame"`
-	ExitFlags  string `json:"exit_flags,omitempty"`
-	EnterFrame uint64 `json:"enter_frame"`
-	EnterFlags string `json:"enter_flags,omitempty"`
+	// (Task.Frames), 0 when not set.
+	ExitFrame  uint64     `json:"exit_frame"`
+	ExitFlags  FrameFlags `json:"exit_flags"`
+	EnterFrame uint64     `json:"enter_frame"`
+	EnterFlags FrameFlags `json:"enter_flags"`
+	// FramesUnknown tells that the runtime cannot tell the task's frames
+	// (Task.Frames failed: no state tracking, for instance); the frames
+	// and flags are then zero, and JSON leaves the flags out (see
+	// MarshalJSON).
+	FramesUnknown bool `json:"-"`
+}
+
+// MarshalJSON encodes t with the field tags, leaving the frames' flags
+// out when FramesUnknown.
+func (t TaskSnapshot) MarshalJSON() ([]byte, error) {
+	type plain TaskSnapshot // without this method
+	b, err := json.Marshal(plain(t))
+	if err != nil || !t.FramesUnknown {
+		return b, err
+	}
+	return dropKey(dropKey(b, "exit_flags"), "enter_flags"), nil
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes: a task without frame
+// flags has FramesUnknown set.
+func (t *TaskSnapshot) UnmarshalJSON(b []byte) error {
+	type plain TaskSnapshot // without this method
+	aux := struct {
+		*plain
+		Exit  *FrameFlags `json:"exit_flags"`  // hides plain's
+		Enter *FrameFlags `json:"enter_flags"` // hides plain's
+	}{plain: (*plain)(t)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	t.ExitFlags, t.EnterFlags, t.FramesUnknown = 0, 0, aux.Exit == nil && aux.Enter == nil
+	if aux.Exit != nil {
+		t.ExitFlags = *aux.Exit
+	}
+	if aux.Enter != nil {
+		t.EnterFlags = *aux.Enter
+	}
+	return nil
 }
 
 // ICVValue is one ICV read at one scope.
 type ICVValue struct {
-	Name  string `json:"name"`  // the ICV's name (ICV.Name)
-	Scope string `json:"scope"` // the scope it was read at (ScopeKind as text)
-	Value string `json:"value"` // the value as the ICV's String method prints it
+	ICV   ICV       `json:"name"`  // the ICV (its name in JSON)
+	Scope ScopeKind `json:"scope"` // the scope it was read at
+	Value string    `json:"value"` // the value as the ICV's String method prints it
 	// Incomplete says Value is only the part of a list the runtime let
 	// be read (ICVString's error matched ErrIncomplete): libgomp without
 	// its debug file gives a list ICV's first element only.
@@ -233,9 +305,6 @@ type snap struct {
 	// Answers shared by many threads, worked out once per snapshot.
 	funcs   map[uint64]Function
 	regs    map[omprt.Ref]ParallelSnapshot
-	kinds   map[uint32]string
-	flags   map[uint32]string
-	scopes  map[ScopeKind]string
 	nThICVs int // ICVs a thread and its task have, for the slice's size
 	// The threads' slices and strings are carved out of shared blocks:
 	// a few allocations per snapshot instead of several per thread.
@@ -314,16 +383,6 @@ func (sn *snap) function(addr uint64) Function {
 	return f
 }
 
-// memo returns the string m holds for k, making it with f once.
-func memo[K comparable](m map[K]string, k K, f func() string) string {
-	v, ok := m[k]
-	if !ok {
-		v = f()
-		m[k] = v
-	}
-	return v
-}
-
 // note records err, unless it only says that something does not exist.
 // The message is built only for errors recorded.
 func (sn *snap) note(id, what string, err error) {
@@ -370,9 +429,8 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 		return nil, err
 	}
 	info := as.rt.Info()
-	s := &Snapshot{LayoutSource: LayoutSource(info.Layout).String(), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
-	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{},
-		regs: map[omprt.Ref]ParallelSnapshot{}, kinds: map[uint32]string{}, flags: map[uint32]string{}, scopes: map[ScopeKind]string{}}
+	s := &Snapshot{LayoutSource: LayoutSource(info.Layout), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
+	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{}, regs: map[omprt.Ref]ParallelSnapshot{}}
 	for _, id := range as.ICVs() {
 		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
 	}
@@ -415,7 +473,6 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 // scope is a handle this snapshot made, so the checks of Scope.ICVString
 // are not needed.
 func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id string) []ICVValue {
-	scope := memo(sn.scopes, kind, kind.String)
 	ids := sn.byScope[kind]
 	if cap(sn.ids) < len(ids) {
 		sn.ids = make([]omprt.ICV, len(ids))
@@ -433,14 +490,14 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
 		}
-		out = append(out, ICVValue{Name: icv.Name(), Scope: scope, Value: v, Incomplete: incomplete})
+		out = append(out, ICVValue{ICV: icv, Scope: kind, Value: v, Incomplete: incomplete})
 	}
 	return out
 }
 
 func (sn *snap) thread(th Thread) ThreadSnapshot {
 	var name [48]byte
-	ts := ThreadSnapshot{ID: sn.str(omprt.ThreadName(th.ref).Append(name[:0])), GTID: th.GTID()}
+	ts := ThreadSnapshot{ID: sn.str(omprt.ThreadName(th.ref).Append(name[:0])), GTID: th.GTID(), State: StateUndefined, NoState: true}
 	d, err := th.data()
 	if err != nil {
 		sn.note(ts.ID, "thread", err)
@@ -469,7 +526,7 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 		}
 		if d.StateErr == nil {
 			st := State(d.State)
-			ts.State = st.String()
+			ts.State, ts.NoState = st, false
 			ts.StateInferred = d.StateInferred
 			if st.IsWait() {
 				ts.WaitID = d.WaitID
@@ -595,15 +652,15 @@ func (sn *snap) walkTasks(id string, t omprt.Ref) []TaskSnapshot {
 			return out
 		}
 		var name [48]byte
-		tk := TaskSnapshot{ID: sn.str(omprt.TaskName(t).Append(name[:0])), Kind: memo(sn.kinds, d.Kind, TaskKind(d.Kind).String), InFinal: d.InFinal}
+		tk := TaskSnapshot{ID: sn.str(omprt.TaskName(t).Append(name[:0])), Kind: TaskKind(d.Kind), InFinal: d.InFinal, FramesUnknown: true}
 		if d.FunctionErr == nil {
 			f := sn.function(d.Function)
 			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
 		}
 		if sn.tracking && d.FramesErr == nil {
 			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
-			tk.ExitFlags = memo(sn.flags, d.Exit.Flags, FrameFlags(d.Exit.Flags).String)
-			tk.EnterFlags = memo(sn.flags, d.Enter.Flags, FrameFlags(d.Enter.Flags).String)
+			tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags), FrameFlags(d.Enter.Flags)
+			tk.FramesUnknown = false
 		}
 		out = append(out, tk)
 		if d.GeneratingErr != nil {

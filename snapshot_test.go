@@ -25,7 +25,7 @@ func TestFakeSnapshot(t *testing.T) {
 		require.Len(t, snap.Threads, 5)
 		assert.Len(t, snap.Threads[2].Parallel, 6)
 		assert.Len(t, snap.Threads[2].Tasks, 8)
-		assert.Equal(t, "wait_barrier_implicit_parallel", snap.Threads[3].State)
+		assert.Equal(t, ompd.StateWaitBarrierImplicitParallel, snap.Threads[3].State)
 		assert.Equal(t, uint64(0xb0), snap.Threads[3].WaitID)
 		assert.Equal(t, fakeruntime.LWPOf(3), snap.Threads[3].LWP)
 
@@ -48,14 +48,14 @@ func TestFakeSnapshotSlicesApart(t *testing.T) {
 		require.NoError(t, err)
 		for i := range snap.Threads {
 			ts := &snap.Threads[i]
-			ts.ICVs = append(ts.ICVs, ompd.ICVValue{Name: "x", Scope: "x", Value: "x"})
+			ts.ICVs = append(ts.ICVs, ompd.ICVValue{ICV: ompd.ICVDynVar, Scope: ompd.ScopeTask, Value: "x"})
 			ts.Parallel = append(ts.Parallel, ompd.ParallelSnapshot{ID: "x"})
 			ts.Tasks = append(ts.Tasks, ompd.TaskSnapshot{ID: "x"})
 		}
 		for i := range snap.Threads {
 			got, w := snap.Threads[i], want.Threads[i]
 			assert.Equal(t, w.ID, got.ID)
-			assert.Equal(t, slices.Concat(w.ICVs, []ompd.ICVValue{{Name: "x", Scope: "x", Value: "x"}}), got.ICVs, "thread %d", i)
+			assert.Equal(t, slices.Concat(w.ICVs, []ompd.ICVValue{{ICV: ompd.ICVDynVar, Scope: ompd.ScopeTask, Value: "x"}}), got.ICVs, "thread %d", i)
 			assert.Equal(t, slices.Concat(w.Parallel, []ompd.ParallelSnapshot{{ID: "x"}}), got.Parallel, "thread %d", i)
 			assert.Equal(t, slices.Concat(w.Tasks, []ompd.TaskSnapshot{{ID: "x"}}), got.Tasks, "thread %d", i)
 		}
@@ -76,20 +76,19 @@ func TestFakeSnapshotICVs(t *testing.T) {
 		for i, th := range threads {
 			task, taskErr := th.CurrentTask()
 			for _, v := range snap.Threads[i].ICVs {
-				id, ok := ompd.ICVByName(v.Name)
-				require.True(t, ok, v.Name)
+				id := v.ICV
 				var want string
 				switch v.Scope {
-				case ompd.ScopeThread.String():
+				case ompd.ScopeThread:
 					want, err = th.ICVString(id)
-				case ompd.ScopeTask.String():
+				case ompd.ScopeTask:
 					require.NoError(t, taskErr)
 					want, err = task.ICVString(id)
 				default:
-					t.Fatalf("thread %d: ICV %s of scope %s", i, v.Name, v.Scope)
+					t.Fatalf("thread %d: ICV %s of scope %s", i, v.ICV, v.Scope)
 				}
-				require.NoError(t, err, "thread %d %s", i, v.Name)
-				assert.Equal(t, want, v.Value, "thread %d %s", i, v.Name)
+				require.NoError(t, err, "thread %d %s", i, v.ICV)
+				assert.Equal(t, want, v.Value, "thread %d %s", i, v.ICV)
 				n++
 			}
 		}
@@ -204,7 +203,8 @@ func TestThreadSnapshotJSONNum(t *testing.T) {
 		{ompd.ThreadSnapshot{GTID: 1}, `"thread_num":0,`},
 		{ompd.ThreadSnapshot{GTID: 2, Num: 3}, `"thread_num":3,`},
 		{ompd.ThreadSnapshot{ID: `a "thread_num": b`, GTID: 3, NumUnknown: true}, ""},
-		{ompd.ThreadSnapshot{GTID: 4, LWP: 7, NumUnknown: true, NumTeams: 2, State: "wait_barrier_implicit_parallel"}, ""},
+		{ompd.ThreadSnapshot{GTID: 4, LWP: 7, NumUnknown: true, NumTeams: 2, State: ompd.StateWaitBarrierImplicitParallel}, ""},
+		{ompd.ThreadSnapshot{GTID: 5, Num: 1, State: ompd.StateUndefined, NoState: true, NumUnknown: true}, ""},
 	} {
 		b, err := json.Marshal(c.ts)
 		require.NoError(t, err)
@@ -220,6 +220,14 @@ func TestThreadSnapshotJSONNum(t *testing.T) {
 		if c.ts.NumTeams > 0 {
 			assert.Equal(t, float64(0), m["team_num"], "%s", b)
 		}
+		// The state is there exactly when it is known, by its name.
+		assert.Equal(t, !c.ts.NoState, m["state"] != nil, "%s", b)
+		if !c.ts.NoState {
+			assert.Equal(t, c.ts.State.String(), m["state"], "%s", b)
+		}
+		if c.ts.NumUnknown {
+			c.ts.Num = 0 // no answer, which JSON does not keep
+		}
 		var back ompd.ThreadSnapshot
 		require.NoError(t, json.Unmarshal(b, &back))
 		assert.Equal(t, c.ts, back)
@@ -230,4 +238,76 @@ func TestThreadSnapshotJSONNum(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &snap))
 		assert.Equal(t, []ompd.ThreadSnapshot{c.ts}, snap.Threads)
 	}
+}
+
+// TestTaskSnapshotJSONFrames: a task's frame flags are in its JSON, by
+// name, exactly when its frames are known (runtime frames, flags 0,
+// included), and decode back.
+func TestTaskSnapshotJSONFrames(t *testing.T) {
+	for _, ts := range []ompd.TaskSnapshot{
+		{ID: "task/0x10", Kind: ompd.TaskExplicit | ompd.TaskUntied, ExitFrame: 0x7ff0, ExitFlags: ompd.FrameApplication | ompd.FrameFramePointer},
+		{ID: "task/0x20/L1", Kind: ompd.TaskImplicit},
+		{ID: `task "exit_flags": x`, Kind: ompd.TaskInitial | ompd.TaskImplicit, FramesUnknown: true},
+	} {
+		b, err := json.Marshal(ts)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+		assert.Equal(t, ts.Kind.String(), m["kind"], "%s", b)
+		if ts.FramesUnknown {
+			assert.NotContains(t, m, "exit_flags", "%s", b)
+			assert.NotContains(t, m, "enter_flags", "%s", b)
+		} else {
+			assert.Equal(t, ts.ExitFlags.String(), m["exit_flags"], "%s", b)
+			assert.Equal(t, ts.EnterFlags.String(), m["enter_flags"], "%s", b)
+		}
+		var back ompd.TaskSnapshot
+		require.NoError(t, json.Unmarshal(b, &back), "%s", b)
+		assert.Equal(t, ts, back)
+	}
+}
+
+// TestEnumText: every enumeration of a snapshot encodes as its String and
+// decodes back, unknown values too; a name that is none is an error.
+func TestEnumText(t *testing.T) {
+	type textual interface {
+		MarshalText() ([]byte, error)
+		String() string
+	}
+	check := func(v textual, back func([]byte) (any, error)) {
+		t.Helper()
+		b, err := v.MarshalText()
+		require.NoError(t, err)
+		assert.Equal(t, v.String(), string(b))
+		got, err := back(b)
+		require.NoError(t, err, "%s", b)
+		assert.Equal(t, v, got)
+	}
+	for _, s := range append(ompd.States(), ompd.State(7)) {
+		check(s, func(b []byte) (any, error) { var v ompd.State; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, k := range []ompd.ScopeKind{ompd.ScopeGlobal, ompd.ScopeAddressSpace, ompd.ScopeThread, ompd.ScopeParallel, ompd.ScopeImplicitTask, ompd.ScopeTask, 9} {
+		check(k, func(b []byte) (any, error) { var v ompd.ScopeKind; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, l := range []ompd.LayoutSource{ompd.LayoutOMPDTables, ompd.LayoutDWARF, ompd.LayoutKnownTable} {
+		check(l, func(b []byte) (any, error) { var v ompd.LayoutSource; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, w := range []ompd.WaitKind{ompd.WaitNone, ompd.WaitTaskwait, ompd.WaitTaskgroup, ompd.WaitBarrier, ompd.WaitParallel} {
+		check(w, func(b []byte) (any, error) { var v ompd.WaitKind; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, i := range append(ompd.AllICVs(), 99) {
+		check(i, func(b []byte) (any, error) { var v ompd.ICV; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, k := range []ompd.TaskKind{0, ompd.TaskInitial | ompd.TaskImplicit, ompd.TaskExplicit | ompd.TaskUntied | ompd.TaskFinal | 0x40} {
+		check(k, func(b []byte) (any, error) { var v ompd.TaskKind; err := v.UnmarshalText(b); return v, err })
+	}
+	for _, f := range []ompd.FrameFlags{ompd.FrameRuntime, ompd.FrameApplication, ompd.FrameApplication | ompd.FrameCFA, ompd.FrameRuntime | ompd.FrameFramePointer, ompd.FrameStackAddress} {
+		check(f, func(b []byte) (any, error) { var v ompd.FrameFlags; err := v.UnmarshalText(b); return v, err })
+	}
+	var s ompd.State
+	assert.ErrorIs(t, s.UnmarshalText([]byte("running")), ompd.ErrBadInput)
+	var k ompd.TaskKind
+	assert.ErrorIs(t, k.UnmarshalText([]byte("explicit|weird")), ompd.ErrBadInput)
+	var f ompd.FrameFlags
+	assert.ErrorIs(t, f.UnmarshalText([]byte("runtime|sideways")), ompd.ErrBadInput)
 }

@@ -288,8 +288,8 @@ func TestTeamsICVs(t *testing.T) {
 	}
 	snap, err := as.Snapshot(context.Background())
 	require.NoError(t, err)
-	assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: "nteams-var", Scope: "address_space", Value: strconv.FormatInt(int64(truth.MaxTeams), 10)})
-	assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: "teams-thread-limit-var", Scope: "address_space", Value: strconv.FormatInt(int64(truth.TeamsThreadLimit), 10)})
+	assert.Contains(t, snap.ICVs, ompd.ICVValue{ICV: ompd.ICVNteamsVar, Scope: ompd.ScopeAddressSpace, Value: strconv.FormatInt(int64(truth.MaxTeams), 10)})
+	assert.Contains(t, snap.ICVs, ompd.ICVValue{ICV: ompd.ICVTeamsThreadLimitVar, Scope: ompd.ScopeAddressSpace, Value: strconv.FormatInt(int64(truth.TeamsThreadLimit), 10)})
 }
 
 // TestTeamsICVsGomp reads the teams ICVs from libgomp, which keeps them
@@ -330,7 +330,7 @@ func TestTeamsICVsGomp(t *testing.T) {
 					assert.ErrorContains(t, err, "debug information")
 					assert.ErrorIs(t, serr, ompd.ErrUnavailable, "%v", id)
 					for _, v := range snap.ICVs {
-						assert.NotEqual(t, id.Name(), v.Name, "no value")
+						assert.NotEqual(t, id, v.ICV, "no value")
 					}
 					continue
 				}
@@ -338,7 +338,7 @@ func TestTeamsICVsGomp(t *testing.T) {
 				assert.EqualValues(t, c.want, n, "%v", id)
 				require.NoError(t, serr)
 				assert.Equal(t, want, s)
-				assert.Contains(t, snap.ICVs, ompd.ICVValue{Name: id.Name(), Scope: "address_space", Value: want})
+				assert.Contains(t, snap.ICVs, ompd.ICVValue{ICV: id, Scope: ompd.ScopeAddressSpace, Value: want})
 				found := false
 				for _, d := range snap.DisplayVars {
 					if d.Name == c.env {

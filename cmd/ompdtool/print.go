@@ -160,8 +160,8 @@ func printErrors(w io.Writer, where string, errs []string, all bool) {
 func printThreadTable(w io.Writer, threads []ompd.ThreadSnapshot) {
 	fmt.Fprintf(w, "\nThreads (%d):\n", len(threads))
 	for _, t := range threads {
-		state := t.State
-		if state == "" {
+		state := t.State.String()
+		if t.NoState {
 			state = "-"
 			if t.StateUnknown != "" {
 				state += " (" + t.StateUnknown + ")"
@@ -218,7 +218,7 @@ func printThread(w io.Writer, t ompd.ThreadSnapshot) {
 		if k.InFinal {
 			final = " in-final"
 		}
-		fmt.Fprintf(w, "    %-24s %-22s%s  exit %s  enter %s\n", k.ID, k.Kind+final, "", frame(k.ExitFrame, k.ExitFlags), frame(k.EnterFrame, k.EnterFlags))
+		fmt.Fprintf(w, "    %-24s %-22s%s  exit %s  enter %s\n", k.ID, k.Kind.String()+final, "", frame(k.ExitFrame, k.ExitFlags), frame(k.EnterFrame, k.EnterFlags))
 		fmt.Fprintf(w, "      function %s\n", fn)
 	}
 	fmt.Fprintf(w, "  ICVs: %s\n", icvLine(t.ICVs))
@@ -241,8 +241,8 @@ func printFrames(w io.Writer, t ompd.ThreadSnapshot) {
 				fmt.Fprintf(w, "    -- outside the thread's tasks --\n")
 			default:
 				wait := ""
-				if f.Wait != "" {
-					wait = ", waiting in " + f.Wait
+				if f.Wait != ompd.WaitNone {
+					wait = ", waiting in " + f.Wait.String()
 				}
 				fmt.Fprintf(w, "    -- %s (level %d%s) --\n", f.Task, f.Level, wait)
 			}
@@ -298,7 +298,7 @@ func funcName(sym string, pc uint64) string {
 	return fmt.Sprintf("%s (%#x)", sym, pc)
 }
 
-func frame(addr uint64, flags string) string {
+func frame(addr uint64, flags ompd.FrameFlags) string {
 	if addr == 0 {
 		return "-"
 	}
@@ -310,7 +310,7 @@ func frame(addr uint64, flags string) string {
 func icvLine(icvs []ompd.ICVValue) string {
 	parts := make([]string, len(icvs))
 	for i, v := range icvs {
-		parts[i] = v.Name + "=" + v.Value
+		parts[i] = v.ICV.Name() + "=" + v.Value
 		if v.Incomplete {
 			parts[i] += ",..."
 		}
@@ -326,7 +326,7 @@ const debugFileNote = "libgomp's globals are hidden symbols: they need its debug
 // information (its layout from the table of known layouts), whose hidden
 // globals could not be read.
 func needsDebugFile(s *ompd.Snapshot) bool {
-	return s.Runtime == "GNU libgomp" && s.LayoutSource == ompd.LayoutKnownTable.String()
+	return s.Runtime == "GNU libgomp" && s.LayoutSource == ompd.LayoutKnownTable
 }
 
 // unsupported is the reason s gives for the runtime not supporting what

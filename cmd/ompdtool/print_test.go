@@ -20,11 +20,11 @@ import (
 // for its thread number.
 func TestPrintStarting(t *testing.T) {
 	s := &ompd.Snapshot{
-		Runtime: "LLVM libomp", OpenMPVersion: 201811, LayoutSource: "DWARF", StateTracking: true,
+		Runtime: "LLVM libomp", OpenMPVersion: 201811, LayoutSource: ompd.LayoutDWARF, StateTracking: true,
 		Threads: []ompd.ThreadSnapshot{
-			{ID: "thread/0@0x1000", GTID: 0, LWP: 4242, Pthread: 0x7f00, State: "work_serial"},
-			{ID: "thread/1@0x2000", GTID: 1, Starting: true, State: "overhead"},
-			{ID: "thread/2@0x3000", GTID: 2, LWP: 4243, Pthread: 0x7f01, NumUnknown: true, State: "wait_barrier_implicit_parallel"},
+			{ID: "thread/0@0x1000", GTID: 0, LWP: 4242, Pthread: 0x7f00, State: ompd.StateWorkSerial},
+			{ID: "thread/1@0x2000", GTID: 1, Starting: true, State: ompd.StateOverhead},
+			{ID: "thread/2@0x3000", GTID: 2, LWP: 4243, Pthread: 0x7f01, NumUnknown: true, State: ompd.StateWaitBarrierImplicitParallel},
 		},
 		Errors: []string{"thread/1@0x2000 thread num: starting"},
 	}

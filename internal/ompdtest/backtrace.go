@@ -63,7 +63,7 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 			}
 		}
 		if tt.Role == fixtures.RoleBarrier {
-			assert.Equal(t, "barrier", bt.Tasks[0].Wait, "thread %d waits in a barrier: %+v", tt.TID, bt.Tasks[0])
+			assert.Equal(t, ompd.WaitBarrier, bt.Tasks[0].Wait, "thread %d waits in a barrier: %+v", tt.TID, bt.Tasks[0])
 		}
 		// Frames in the program's source are never runtime frames, and
 		// task indexes never decrease outwards.
@@ -95,7 +95,7 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 			if tk, ok := bt.Task(f); ok {
 				assert.Equal(t, lf.r.Level, tk.Level, "thread %d: level of frame %v's task", tt.TID, f)
 				if lf.r.Level < tt.Level {
-					assert.Equal(t, "parallel", tk.Wait, "thread %d: frame %v's task started a region: %+v", tt.TID, f, tk)
+					assert.Equal(t, ompd.WaitParallel, tk.Wait, "thread %d: frame %v's task started a region: %+v", tt.TID, f, tk)
 				}
 			}
 		}
@@ -114,7 +114,7 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 		}
 		assert.Equal(t, cur-tk.Depth, f.TaskIndex, "task %s: frame %v placed by depth", tk.Label, f)
 		if btk, ok := bt.Task(f); ok && tk.InTaskwait {
-			assert.Equal(t, "taskwait", btk.Wait, "task %s waits in a taskwait: %+v", tk.Label, btk)
+			assert.Equal(t, ompd.WaitTaskwait, btk.Wait, "task %s waits in a taskwait: %+v", tk.Label, btk)
 		}
 	}
 	return out

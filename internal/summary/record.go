@@ -48,7 +48,7 @@ func NewRecord(rank int, host string, pid int, s *ompd.Snapshot, opts Options) R
 		rt := RecordThread{GTID: t.GTID, LWP: t.LWP, Key: KeyOf(t, opts)}
 		if len(t.Tasks) > 0 {
 			head := t.Tasks[0]
-			rt.Task = head.Kind
+			rt.Task = head.Kind.String()
 			if head.Function != "" {
 				rt.Task += " " + head.Function
 			}

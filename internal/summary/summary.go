@@ -144,7 +144,10 @@ type Options struct {
 
 // KeyOf returns the key of a thread of a snapshot.
 func KeyOf(t ompd.ThreadSnapshot, opts Options) Key {
-	k := Key{State: t.State, StateUnknown: t.StateUnknown}
+	k := Key{StateUnknown: t.StateUnknown}
+	if !t.NoState {
+		k.State = t.State.String()
+	}
 	if t.Starting {
 		k.State = "starting"
 	}

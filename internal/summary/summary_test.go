@@ -211,9 +211,9 @@ func ExampleMerge() {
 // their own group, whatever state their structure holds.
 func TestStartingGroup(t *testing.T) {
 	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
-		{GTID: 0, State: "work_serial", Parallel: []ompd.ParallelSnapshot{{Level: 0, NumThreads: 1}}},
-		{GTID: 1, State: "work_serial", Starting: true},
-		{GTID: 2, State: "overhead", Starting: true},
+		{GTID: 0, State: ompd.StateWorkSerial, Parallel: []ompd.ParallelSnapshot{{Level: 0, NumThreads: 1}}},
+		{GTID: 1, State: ompd.StateWorkSerial, Starting: true},
+		{GTID: 2, State: ompd.StateOverhead, Starting: true},
 	}}
 	sum := summary.Of(0, s, summary.Options{})
 	require.Len(t, sum.Groups, 2)
@@ -228,10 +228,10 @@ func TestStartingGroup(t *testing.T) {
 func TestLeagueGroups(t *testing.T) {
 	region := []ompd.ParallelSnapshot{{Level: 1, NumThreads: 2, Function: "f"}, {Level: 0, NumThreads: 1}}
 	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
-		{GTID: 0, State: "overhead", TeamNum: 0, NumTeams: 2, Parallel: region},
-		{GTID: 9, State: "overhead", TeamNum: 1, NumTeams: 2, Parallel: region},
-		{GTID: 10, State: "overhead", TeamNum: 0, NumTeams: 2, Parallel: region},
-		{GTID: 12, State: "overhead", Parallel: region},
+		{GTID: 0, State: ompd.StateOverhead, TeamNum: 0, NumTeams: 2, Parallel: region},
+		{GTID: 9, State: ompd.StateOverhead, TeamNum: 1, NumTeams: 2, Parallel: region},
+		{GTID: 10, State: ompd.StateOverhead, TeamNum: 0, NumTeams: 2, Parallel: region},
+		{GTID: 12, State: ompd.StateOverhead, Parallel: region},
 	}}
 	sum := summary.Of(0, s, summary.Options{})
 	require.Len(t, sum.Groups, 3)
@@ -265,10 +265,10 @@ func TestUnknownStateGroups(t *testing.T) {
 	region := []ompd.ParallelSnapshot{{Level: 1, NumThreads: 4, Function: "f"}, {Level: 0, NumThreads: 1}}
 	spin := "libgomp records no thread state, and it runs an unnamed libgomp function (spinning, or not yet asleep)"
 	s := &ompd.Snapshot{Threads: []ompd.ThreadSnapshot{
-		{GTID: 1, StateUnknown: spin, Parallel: region},
-		{GTID: 2, StateUnknown: spin, Parallel: region},
-		{GTID: 3, StateUnknown: "libgomp records no thread state, and its stack cannot be read", Parallel: region},
-		{GTID: 4, Parallel: region},
+		{GTID: 1, NoState: true, StateUnknown: spin, Parallel: region},
+		{GTID: 2, NoState: true, StateUnknown: spin, Parallel: region},
+		{GTID: 3, NoState: true, StateUnknown: "libgomp records no thread state, and its stack cannot be read", Parallel: region},
+		{GTID: 4, NoState: true, Parallel: region},
 	}}
 	sum := summary.Of(0, s, summary.Options{})
 	require.Len(t, sum.Groups, 3)

@@ -2,7 +2,6 @@ package ompd
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
@@ -21,7 +20,7 @@ func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
 // memory changed, which the address space learns through Refresh. Until
 // the first Refresh (always, on a core) every handle was made from the
 // memory read now, so an object that reads as freed or replaced is
-// corrupt memory: ErrCorrupt, with the runtime's words, not
+// corrupt memory: ErrCorrupt, with the runtime's words and causes, not
 // ErrStaleHandle.
 type unchanged struct {
 	omprt.Runtime
@@ -32,8 +31,7 @@ func (u unchanged) fix(err error) error {
 	if err == nil || u.refreshed.Load() || !errors.Is(err, ErrStaleHandle) {
 		return err
 	}
-	msg := strings.ReplaceAll(err.Error(), ": "+ErrStaleHandle.Error(), "")
-	return errorf(ErrCorrupt, "%s (not a stale handle: the memory has not changed since it was made)", msg)
+	return omprt.Rekind(err, ErrStaleHandle, ErrCorrupt, " (not a stale handle: the memory has not changed since it was made)")
 }
 
 func (u unchanged) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {

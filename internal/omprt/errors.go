@@ -115,6 +115,44 @@ func Wrap(kind, cause error, format string, args ...any) error {
 	return (&Error{Kind: kind, Cause: cause, Format: format, Args: args}).seal()
 }
 
+// Rekind returns err with the sentinel from replaced by to wherever it
+// stands in err's chain of *Error and *NameError, note appended to the
+// context of each error rekinded: the same messages and causes, reachable
+// with errors.Is and errors.As, but matching to instead of from. An error
+// of another type that matches from is wrapped in an error matching to
+// whose message is its own (its chain, which would still match from, is
+// not kept).
+func Rekind(err, from, to error, note string) error {
+	switch e := err.(type) {
+	case *Error:
+		c := *e
+		c.errs = [2]error{}
+		if c.nested {
+			c.Cause = Rekind(c.Cause, from, to, note)
+		} else if c.Cause != nil && errors.Is(c.Cause, from) {
+			c.Cause = Rekind(c.Cause, from, to, note)
+		}
+		if c.Kind == from {
+			c.Kind = to
+			if !c.nested {
+				c.Format += note
+			}
+		}
+		return c.seal()
+	case *NameError:
+		if e.kind[0] != from {
+			return err
+		}
+		n := *e
+		n.kind[0], n.msg = to, n.msg+note
+		return &n
+	}
+	if err == nil || !errors.Is(err, from) {
+		return err
+	}
+	return Errorf(to, "%s%s", err.Error(), note)
+}
+
 // Name names a thread, region or task in an error, formatted as the
 // handles' string ids only when the message is read.
 type Name struct {

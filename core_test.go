@@ -86,10 +86,11 @@ func fixtureCases(manyThreads string) []fixtureCase {
 //     level (r.Level < rec.teamLevel in internal/kmp/icv.go):
 //     TestDifferential/serialized only, through the ICVs of the tasks
 //     libompd skips, checked against the level records' omp_in_final();
-//   - an entry function for an enclosing serialized level (team.go: the
-//     team's t_pkfn instead of unavailable): TestDifferential/serialized
-//     only, through the level and function of the regions and tasks
-//     libompd skips;
+//   - the team's t_pkfn as the entry function of an enclosing serialized
+//     level (instead of the function on the stack, moment.go):
+//     TestDifferential/serialized, through the level and function of the
+//     regions and tasks libompd skips, and target/delve's
+//     TestEventsMatchProgram;
 //   - (seeded by the fixtures' OMPT chains) a chain one task short or long
 //     fails "the task chain as long as OMPT's" in every fixture.
 func TestFixtureCores(t *testing.T) {

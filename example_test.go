@@ -84,7 +84,7 @@ func ExampleThread_Regions() {
 		fmt.Println()
 	}
 	// Output:
-	// level 5 (active 2): 1 thread(s) in main._omp_fn.4
+	// level 5 (active 2): 1 thread(s)
 	// level 4 (active 2): 1 thread(s)
 	// level 3 (active 2): 1 thread(s)
 	// level 2 (active 2): 2 thread(s) in main._omp_fn.1
@@ -147,7 +147,7 @@ func ExampleThread_Tasks() {
 	// Output:
 	// explicit|included|final    final=true task_b._omp_fn
 	// explicit|untied            final=false task_a._omp_fn
-	// implicit                   final=false main._omp_fn.4
+	// implicit                   final=false
 	// implicit                   final=false
 	// implicit                   final=false
 	// implicit                   final=false main._omp_fn.1

@@ -45,12 +45,11 @@ func fakeNestedRegions(s *fakeruntime.Scenario) (root, outer, inner fakeRegion, 
 	inner = fakeRegion{team: s.Inner.Addr, level: 2, active: 2, nthr: 2, id: 0x502, fn: s.FnInner, fnName: "main._omp_fn.1",
 		threadAddrs: addrs(th[1], th[2]), implicitTasks: tasks(s.Inner, 2)}
 	for level := 5; level >= 3; level-- {
-		r := fakeRegion{team: s.Serial.Addr, level: level, active: 2, nthr: 1, id: 0x500 + uint64(level),
-			threadAddrs: addrs(th[2]), implicitTasks: tasks(s.Serial, 1)}
-		if level == 5 {
-			r.fn, r.fnName = s.FnSerial, "main._omp_fn.4"
-		}
-		serial = append(serial, r)
+		// No function at any level: a serial team's t_pkfn may be
+		// another level's, and the fake target has no stack to find the
+		// level's code on.
+		serial = append(serial, fakeRegion{team: s.Serial.Addr, level: level, active: 2, nthr: 1, id: 0x500 + uint64(level),
+			threadAddrs: addrs(th[2]), implicitTasks: tasks(s.Serial, 1)})
 	}
 	return
 }

@@ -51,9 +51,7 @@ func fakeTaskChain(s *fakeruntime.Scenario) []*fakeTaskWant {
 		st := &fakeTaskWant{addr: s.Serial.Implicit[0].Addr, level: level, kind: ompd.TaskImplicit,
 			frames: ompd.Frames{Exit: fakeFrame(fa(30+level), rfp), Enter: fakeFrame(fa(40+level), afp)},
 			id:     0x7500 + uint64(level)*0x10, parallel: s.Serial.Addr, parLevel: level}
-		if level == 5 {
-			st.fn, st.fnName = s.FnSerial, "main._omp_fn.4"
-		}
+		// No function: see fakeNestedRegions.
 		serial = append(serial, st)
 	}
 	a := &fakeTaskWant{addr: s.TaskA.Addr, level: -1, kind: ompd.TaskExplicit | ompd.TaskUntied, fn: s.FnTaskA, fnName: "task_a._omp_fn",

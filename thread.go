@@ -225,13 +225,27 @@ func (t Thread) league() (*omprt.ThreadData, error) {
 // CurrentParallel returns the innermost parallel region the thread is in
 // (ompd_get_curr_parallel_handle). Serialized regions count: a thread inside
 // a num_threads(1) region gets that region, at its own level.
+//
+// A thread stopped in one of the runtime's breakpoint functions
+// (Breakpoints) is bound as OpenMP 5.1 binds it there: at
+// ompd_bp_parallel_begin and ompd_bp_parallel_end its current region is
+// the one beginning or ending and its current task the one that
+// encountered it; at ompd_bp_task_begin and ompd_bp_task_end its current
+// task is the one beginning or ending. Where the runtime's memory does not
+// show that region or task at that moment (LLVM's runtime makes a forked
+// team the primary's own only after ompd_bp_parallel_begin, unless it
+// reinitialized the primary into a hot team that grew), the answer
+// matches ErrUnavailable and says why. Telling the moment needs a target
+// that reads registers and places code (target.RegisterReader,
+// target.CodeLocator).
 func (t Thread) CurrentParallel() (Parallel, error) {
 	d, err := t.data()
 	return follow(d, err, func(d *omprt.ThreadData) (omprt.Ref, error) { return d.Region, d.RegionErr }, t.as.parallel)
 }
 
 // CurrentTask returns the task the thread is executing
-// (ompd_get_curr_task_handle).
+// (ompd_get_curr_task_handle); at the runtime's breakpoint functions, the
+// task OpenMP binds there (see CurrentParallel).
 func (t Thread) CurrentTask() (Task, error) {
 	d, err := t.data()
 	return follow(d, err, func(d *omprt.ThreadData) (omprt.Ref, error) { return d.Task, d.TaskErr }, t.as.task)

@@ -1048,13 +1048,10 @@ func (s *session) parallelChain(where string, tt *fixtures.Thread, oth ompd.Thre
 		}
 		var tr *truth
 		if level >= 0 {
-			// A serialized level enclosing another keeps no entry
-			// function (regionFacts leaves the depth out); every other
-			// level's is the outlined function of its depth.
-			want := fmt.Sprintf("level %d, %d threads", level, tt.Ancestors[level].TeamSize)
-			if !enclosingSerialized(tt, level) {
-				want = fmt.Sprintf("%s, outlined depth %d", want, level)
-			}
+			// Every level's entry is the outlined function of its
+			// depth (a serialized level enclosing another's from the
+			// stack: its serial team's t_pkfn is the innermost's).
+			want := fmt.Sprintf("level %d, %d threads, outlined depth %d", level, tt.Ancestors[level].TeamSize, level)
 			tr = truthVal(fmt.Sprintf("omp_get_level() %d, omp_get_team_size(%d)", tt.Level, level), want)
 		}
 		d.check("parallel.chain", w, answer{val: s.regionFacts(p)}, answer{val: "absent"}, tr)
@@ -1190,15 +1187,12 @@ func (s *session) parallel(where string, tt *fixtures.Thread, level int, innermo
 //
 // A serialized level with another serialized level inside it in the thread
 // shares its serial team with that one, and the runtime keeps the entry
-// function of the innermost level only (t_pkfn): the enclosing ones have
-// none (ompd-go: unavailable).
+// function of the innermost level only (t_pkfn): ompd-go finds the
+// enclosing ones' on the thread's stack.
 func (s *session) functionTruth(tt *fixtures.Thread, level int) *truth {
 	switch {
 	case level == 0:
 		return truthIs("level 0 runs main, not an outlined function", answer{rc: "unavailable"})
-	case level > 0 && enclosingSerialized(tt, level):
-		return truthIs(fmt.Sprintf("level %d: a serialized level enclosing serialized level %d keeps no entry function", level, level+1),
-			answer{rc: "unavailable"})
 	case level > 0:
 		return &truth{desc: fmt.Sprintf("an outlined function of nesting depth %d", level), ok: func(a answer) bool {
 			addr, err := strconv.ParseUint(strings.TrimPrefix(a.val, "0x"), 16, 64)
@@ -1329,7 +1323,7 @@ func (s *session) taskChain(where string, tt *fixtures.Thread, oth ompd.Thread, 
 					// An implicit task: its region's level, and its
 					// entry function as functionTruth says.
 					fn := fmt.Sprintf("outlined depth %d", info.level)
-					if info.level == 0 || enclosingSerialized(info.thread, info.level) {
+					if info.level == 0 {
 						fn = "no function"
 					}
 					want = fmt.Sprintf("level %d, %s, %s", info.level, fn, want)

@@ -56,3 +56,11 @@ func (rt *Runtime) regionFunction(tm *team) uint64 {
 	}
 	return fn
 }
+
+// isGOMPWrapper reports whether fn is one of the runtime's wrappers of
+// GCC-compiled regions.
+func (rt *Runtime) isGOMPWrapper(fn uint64) bool {
+	g := &rt.gomp
+	g.once.Do(func() { g.init(rt) })
+	return g.wrappers[fn]
+}

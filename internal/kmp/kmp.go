@@ -50,6 +50,7 @@ type Runtime struct {
 	cur atomic.Pointer[stop]
 
 	gomp gompABI // regions of gcc-compiled programs
+	bp   bpInfo  // the OMPD breakpoint functions and their callers
 }
 
 var _ omprt.Runtime = (*Runtime)(nil)

@@ -151,7 +151,6 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	rec.raw = t
 	tn := omprt.TaskN(r)
 	var tm *team
-	var j int32
 	body := false // the task that ran the teams region's body (team.inLeague)
 	if t.team == 0 {
 		rec.teamErr = errorf(omprt.ErrCorrupt, "%v has no team", name)
@@ -168,7 +167,6 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		if (r.Level < tm.first || r.Level > tm.level) && !body {
 			return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
 		}
-		j = tm.level - r.Level
 	}
 	d := &rec.data
 	d.Ref = r
@@ -278,41 +276,94 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	}
 
 	// Frames and id: a serialized level's are in the team's lw taskteam list.
-	v := t.v
-	exit, enter, exitF, enterF := l.tdExitFrame, l.tdEnterFrame, l.tdExitFlags, l.tdEnterFlags
-	var lwtErr, noFrame error
-	if implicit && j > 0 {
-		lwt, err := s.lwt(tm, j)
-		switch {
-		case err != nil:
-			lwtErr, noFrame = err, err
-		case lwt == 0:
-			lwtErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": serialized level data")
-			noFrame = rec.es.Error(omprt.ErrUnavailable, tn, ": no frame kept for this serialized level")
-		default:
-			if v, err = rt.view(lwt, l.lwExtent, "lw taskteam"); err != nil {
-				lwtErr, noFrame = err, err
-			}
-		}
-		exit, enter, exitF, enterF = l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags
-		if lwtErr == nil {
-			d.ID = v.F(l.lwTaskData)
-		}
-		d.IDErr = lwtErr
-	} else {
-		d.ID = v.F(l.tdTaskData)
+	src := ompData{v: t.v}
+	if implicit {
+		src = s.implicitData(tm, t.v, r.Level, tn, &rec.es)
 	}
+	d.ID, d.IDErr = src.id(l)
 	if on, err := s.stateTracking(); err != nil {
 		d.FramesErr = err
 	} else if !on {
 		d.FramesErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
-	} else if noFrame != nil {
-		d.FramesErr = noFrame
 	} else {
-		d.Exit = frameInfo(v.F(exit), v.F(exitF))
-		d.Enter = frameInfo(v.F(enter), v.F(enterF))
+		d.Exit, d.Enter, d.FramesErr = src.frames(l)
 	}
 	return rec
+}
+
+// ompData is where the OMPT data of a task (its id and frames) is at one
+// stop: the kmp_taskdata_t itself, or the lw taskteam (lw) that keeps an
+// enclosing serialized level's; or why it is nowhere to be read (idErr
+// for the id, frameErr for the frames).
+type ompData struct {
+	v               view
+	lw              bool
+	idErr, frameErr error
+}
+
+func (o ompData) id(l *layout) (uint64, error) {
+	switch {
+	case o.idErr != nil:
+		return 0, o.idErr
+	case o.lw:
+		return o.v.F(l.lwTaskData), nil
+	}
+	return o.v.F(l.tdTaskData), nil
+}
+
+func (o ompData) frames(l *layout) (exit, enter omprt.Frame, err error) {
+	if o.frameErr != nil {
+		return omprt.Frame{}, omprt.Frame{}, o.frameErr
+	}
+	if o.lw {
+		return frameInfo(o.v.F(l.lwExitFrame), o.v.F(l.lwExitFlags)), frameInfo(o.v.F(l.lwEnterFrame), o.v.F(l.lwEnterFlags)), nil
+	}
+	return frameInfo(o.v.F(l.tdExitFrame), o.v.F(l.tdExitFlags)), frameInfo(o.v.F(l.tdEnterFrame), o.v.F(l.tdEnterFlags)), nil
+}
+
+// implicitData finds the OMPT data of the implicit task of team tm at the
+// given level, whose kmp_taskdata_t reads as td. The innermost level's is
+// in the task, an enclosing serialized level's in the lw taskteam list,
+// the innermost first, except while the runtime swaps a serialized
+// level's task data in or out (see the top of moment.go): at the
+// ompd_bp_parallel_begin of a serialized level and at the
+// ompd_bp_parallel_end of a nested one, the task holds the enclosing
+// level's data and the lw taskteam at the head of the list the level's
+// own (when the begin linked one: the first level of a serial team keeps
+// its data on the runtime's stack until after the breakpoint). So does a
+// parallel region closely nested in a teams construct, whose enclosing
+// task is the one that ran the teams region's body (team.teamsBody).
+func (s *stop) implicitData(tm *team, td view, level int32, tn omprt.Name, es *omprt.ErrorStore) ompData {
+	j := tm.level - level // 0: the task's own data; k > 0: lw taskteam k
+	if j <= 1 {
+		m := s.teamMoment(tm)
+		switch site := s.siteOn(m, tm); {
+		case site != siteLinkFork && site != siteLinkSerialized && site != siteUnlink:
+		case j == 1:
+			j = 0
+		case site != siteUnlink && tm.nproc == 1 && tm.level == tm.first:
+			err := errorf(omprt.ErrUnavailable, "%v: its thread is %v: the runtime has not stored the task's data yet", omprt.TaskName(omprt.Ref{Addr: tm.implicit, Level: level}), m)
+			return ompData{idErr: err, frameErr: err}
+		default:
+			j = 1
+		}
+	}
+	if j == 0 {
+		return ompData{v: td}
+	}
+	lwt, err := s.lwt(tm, j)
+	switch {
+	case err != nil:
+		return ompData{idErr: err, frameErr: err}
+	case lwt == 0:
+		return ompData{idErr: es.Error(omprt.ErrNeedsStateTracking, tn, ": serialized level data"),
+			frameErr: es.Error(omprt.ErrUnavailable, tn, ": no frame kept for this serialized level")}
+	}
+	v, err := s.rt.view(lwt, s.rt.l.lwExtent, "lw taskteam")
+	if err != nil {
+		return ompData{idErr: err, frameErr: err}
+	}
+	return ompData{v: v, lw: true}
 }
 
 // ancestor makes the ref of the task at link (a td_parent or

@@ -224,10 +224,14 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 		d.EnclosingErr = errorf(omprt.ErrUnavailable, "%v is the outermost region of its team (a league of %d host teams)", omprt.RegionName(r), tm.nproc)
 		return rec
 	}
+	noEntry := tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes()
 	switch {
-	case rec.j > 0:
-		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), ": the runtime keeps no function for an enclosing serialized level")
-	case tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes():
+	case r.Level == 0 && noEntry:
+		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
+	case rec.j > 0 || tm.nproc == 1:
+		// A serial team's t_pkfn may be another level's (moment.go).
+		d.Function, d.FunctionErr = s.serialFunction(tm, r)
+	case noEntry:
 		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
 	default:
 		d.Function = rt.regionFunction(tm)

@@ -24,6 +24,7 @@ type stop struct {
 	tasks    omprt.Cache[uint64, *taskRaw]
 	regions  omprt.Cache[omprt.Ref, *regionRec]
 	taskRecs omprt.Cache[omprt.Ref, *taskRec]
+	stacks   omprt.Cache[uint64, *threadStack] // by LWP
 
 	generating, scheduling chain
 	sched                  atomic.Pointer[schedText] // run-sched-var's text, asked for last
@@ -532,6 +533,9 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}
 	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
+	if !idle {
+		s.bindMoment(d)
+	}
 	if d.TaskErr == nil {
 		rec.task = s.taskRec(d.Task)
 	}

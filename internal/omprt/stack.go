@@ -16,6 +16,7 @@ type StackFrame struct {
 	// Function is the function as people read it (demangled), Symbol the
 	// ELF symbol as the object spells it; "" if unknown.
 	Function, Symbol string
+	Entry            uint64 // the function's first address, 0 if unknown
 	File             string // source position, "" and 0 without line information
 	Line             int
 	Object           string // the loaded object holding the code
@@ -105,7 +106,7 @@ func Unwind(ctx context.Context, t target.Target, lwp uint64, maxDepth int, own 
 			if err != nil {
 				break
 			}
-			fr.Function, fr.Symbol, fr.File, fr.Line, fr.Object, fr.Inline = l.Name, l.Function, l.File, l.Line, l.Object, l.Inline
+			fr.Function, fr.Symbol, fr.Entry, fr.File, fr.Line, fr.Object, fr.Inline = l.Name, l.Function, l.Entry, l.File, l.Line, l.Object, l.Inline
 			if fr.Function == "" {
 				fr.Function = l.Function
 			}

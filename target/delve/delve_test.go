@@ -333,6 +333,7 @@ func TestWatchEventsSerialized(t *testing.T) {
 	per := map[uint64]*count{}
 	var total count
 	var eventErrs []error
+	notCurrent := 0 // active regions begun, their team not the primary's yet
 	err = p.WatchEvents(ctx, as, func(ev Event) bool {
 		c := per[ev.TID]
 		if c == nil {
@@ -347,6 +348,10 @@ func TestWatchEventsSerialized(t *testing.T) {
 			c.end++
 			total.end++
 		default:
+			return true
+		}
+		if ev.Kind == ParallelBegin && errors.Is(ev.Err, ompd.ErrUnavailable) && ev.Thread.AddressSpace() != nil {
+			notCurrent++
 			return true
 		}
 		if ev.Err != nil {
@@ -376,6 +381,11 @@ func TestWatchEventsSerialized(t *testing.T) {
 	// two level-3 workers (levels 4-5) twice: 5+4+2+2 = 13 regions, each
 	// begun and ended once.
 	assert.Equal(t, count{13, 13}, total, "parallel begin/end events of the run")
+	// At the begin of an active region (levels 1 and 3, 3 of them) the
+	// primary's team is the new team only when the runtime reinitialized
+	// it into a hot team that grew (level 1's, the first): the others'
+	// regions are unavailable there.
+	assert.LessOrEqual(t, notCurrent, 2, "active regions begun before their team is current")
 	tr := r.truth(t)
 	require.Len(t, tr.Threads, 4)
 	for _, tt := range tr.Threads {

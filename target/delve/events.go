@@ -49,12 +49,20 @@ type Event struct {
 	TID  uint64
 	Addr uint64
 	// Thread is the OpenMP thread running on TID. For parallel events,
-	// Parallel is its current parallel region; for task events, Task is
-	// its current task (zero values otherwise), as the runtime shows them
-	// at the stop. At the begin of an active region the runtime has not
-	// made the new team current yet: Parallel is then the enclosing
-	// region (a serialized region is current at its begin already). At a
-	// ParallelEnd, Parallel is the region that ends.
+	// Parallel is the region beginning or ending; for task events, Task
+	// is the task beginning or ending (zero values otherwise): the
+	// thread's current region and task, which the breakpoint functions
+	// bind so (ompd.Thread.CurrentParallel). Their answers (level, team
+	// size, function) are read at the stop, and where the runtime cannot
+	// tell them there they are errors, never another region's values: at
+	// the begin of an active region LLVM's runtime has mostly not made the
+	// new team the primary's yet (Parallel is then zero and Err says so);
+	// at the end of a serialized region the serial team's function may be
+	// that of a region nested in it, and its code has left the stack
+	// (Parallel.Function is then unavailable). The runtime calls no
+	// breakpoint function for an undeferred (if(0)) task; for a program
+	// compiled with gcc it calls ompd_bp_parallel_end more than once per
+	// region, and the calls after the region ended have no Parallel.
 	Thread   ompd.Thread
 	Parallel ompd.Parallel
 	Task     ompd.Task

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/target/delve"
 )
 
@@ -83,15 +84,18 @@ func runLaunch(ctx context.Context, o *options, args []string, out io.Writer) er
 
 // eventLine is an event as -json prints it.
 type eventLine struct {
-	Event       string `json:"event"`
-	LWP         uint64 `json:"lwp"`
-	GTID        *int   `json:"gtid,omitempty"`
-	Parallel    string `json:"parallel,omitempty"`
-	Level       *int   `json:"level,omitempty"`
-	NumThreads  *int   `json:"num_threads,omitempty"`
-	Task        string `json:"task,omitempty"`
-	TaskKind    string `json:"task_kind,omitempty"`
-	Function    string `json:"function,omitempty"`
+	Event      string `json:"event"`
+	LWP        uint64 `json:"lwp"`
+	GTID       *int   `json:"gtid,omitempty"`
+	Parallel   string `json:"parallel,omitempty"`
+	Level      *int   `json:"level,omitempty"`
+	NumThreads *int   `json:"num_threads,omitempty"`
+	Task       string `json:"task,omitempty"`
+	TaskKind   string `json:"task_kind,omitempty"`
+	Function   string `json:"function,omitempty"`
+	FunctionPC uint64 `json:"function_pc,omitempty"`
+	// NoFunction says why the region or task has no function.
+	NoFunction  string `json:"function_unavailable,omitempty"`
 	Unavailable string `json:"unavailable,omitempty"`
 }
 
@@ -134,6 +138,9 @@ func runEvents(ctx context.Context, o *options, args []string, out io.Writer) er
 		if l.Function != "" {
 			fmt.Fprintf(&b, " %s", l.Function)
 		}
+		if l.NoFunction != "" {
+			b.WriteString(" (function unavailable)") // -json says why
+		}
 		if l.Unavailable != "" {
 			fmt.Fprintf(&b, " (%s)", l.Unavailable)
 		}
@@ -161,18 +168,21 @@ func describe(ev delve.Event) eventLine {
 	}
 	g := ev.Thread.GTID()
 	l.GTID = &g
+	var fn ompd.Function
+	var fnErr error
 	switch ev.Kind {
 	case delve.ParallelBegin, delve.ParallelEnd:
 		if ev.Parallel.AddressSpace() == nil {
 			return l
 		}
-		l.Parallel = ev.Parallel.String()
-		lv, _ := ev.Parallel.Level()
-		n, _ := ev.Parallel.NumThreads()
-		l.Level, l.NumThreads = &lv, &n
-		if f, err := ev.Parallel.Function(); err == nil && f.Addr != 0 {
-			l.Function = funcName(f.Symbol, f.Addr)
+		lv, err := ev.Parallel.Level()
+		n, err2 := ev.Parallel.NumThreads()
+		if err = errors.Join(err, err2); err != nil {
+			l.Unavailable = err.Error()
+			return l
 		}
+		l.Parallel, l.Level, l.NumThreads = ev.Parallel.String(), &lv, &n
+		fn, fnErr = ev.Parallel.Function()
 	case delve.TaskBegin, delve.TaskEnd:
 		if ev.Task.AddressSpace() == nil {
 			return l
@@ -181,9 +191,15 @@ func describe(ev delve.Event) eventLine {
 		if k, err := ev.Task.Kind(); err == nil {
 			l.TaskKind = k.String()
 		}
-		if f, err := ev.Task.Function(); err == nil && f.Addr != 0 {
-			l.Function = funcName(f.Symbol, f.Addr)
-		}
+		fn, fnErr = ev.Task.Function()
+	default:
+		return l
+	}
+	switch {
+	case fnErr != nil:
+		l.NoFunction = fnErr.Error()
+	case fn.Addr != 0:
+		l.Function, l.FunctionPC = funcName(fn.Symbol, fn.Addr), fn.Addr
 	}
 	return l
 }

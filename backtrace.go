@@ -51,6 +51,10 @@ type Frame struct {
 	// Folded is the number of runtime frames this frame stands for when
 	// the backtrace was made with FoldRuntime (1 or more), 0 otherwise.
 	Folded int
+
+	// called is the runtime entry point a frame of the program called,
+	// when the runtime decodes it (omprt.StackFrame.Called).
+	called string
 }
 
 // InlineFrame is one source-level frame of code with inlined calls.
@@ -170,7 +174,7 @@ func (t Thread) Backtrace(ctx context.Context, opts ...BacktraceOption) (*Backtr
 	bt.Frames = make([]Frame, len(st.Frames))
 	for i, f := range st.Frames {
 		fr := Frame{Index: i, PC: f.PC, CFA: f.CFA, Function: f.Function, Symbol: f.Symbol, File: f.File, Line: f.Line,
-			Object: f.Object, Runtime: f.Runtime, TaskIndex: -1}
+			Object: f.Object, Runtime: f.Runtime, TaskIndex: -1, called: f.Called}
 		for _, in := range f.Inline {
 			fr.Inline = append(fr.Inline, InlineFrame(in))
 		}
@@ -261,9 +265,14 @@ func (bt *Backtrace) place(ptr int) {
 		if inRuntime(f.CFA, bt.Tasks[i].Frames.Enter, ptr) {
 			f.InRuntimeCall = true
 			// The runtime called by the task: the outermost such frame
-			// is the call the task made.
-			bt.Tasks[i].Entered = f.Function
-			bt.Tasks[i].Wait = WaitKind(bt.Thread.as.rt.Wait(f.Function))
+			// is the call the task made; the task's frame that made
+			// it may name an entry point this frame has no name of.
+			entered := f.Function
+			if entered == "" && k+1 < len(bt.Frames) {
+				entered = bt.Frames[k+1].called
+			}
+			bt.Tasks[i].Entered = entered
+			bt.Tasks[i].Wait = WaitKind(bt.Thread.as.rt.Wait(entered))
 		}
 	}
 }
@@ -395,8 +404,10 @@ func (sn *snap) frames(ctx context.Context, th Thread, ts *ThreadSnapshot, opts 
 	if bt.End != nil {
 		ts.StackEnd = bt.End.Error()
 	}
-	// A runtime that records no task frames (libgomp) is no error of
-	// this thread's.
+	// A runtime that records no task frames (libomp without state
+	// tracking) is no error of this thread's, nor a task no stack shows
+	// (libgomp's, read from the stacks: ErrUnavailable, which note
+	// leaves out).
 	if bt.PlaceErr != nil && !errors.Is(bt.PlaceErr, ErrNeedsStateTracking) && !errors.Is(bt.PlaceErr, ErrUnsupported) {
 		sn.note(ts.ID, "backtrace task placement", bt.PlaceErr)
 	}

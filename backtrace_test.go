@@ -220,10 +220,10 @@ func TestBacktraceCorruptStack(t *testing.T) {
 
 // TestBacktraceGomp unwinds gcc programs on GCC's libgomp (the debug build
 // and the distribution's stripped libgomp1, whose .eh_frame is all there
-// is): every thread's walk is complete, matches gdb's, and reaches the
-// frames that recorded the thread's and its tasks' truth in the program's
-// source; libgomp keeps no task frames, so frames are not placed in tasks
-// (PlaceErr says so).
+// is): every thread's walk is complete and matches gdb's, and its frames
+// are placed in their tasks and regions as the program recorded them
+// (libgomp records no task frames: its runtime package reads them from
+// the stacks), the same checks as on LLVM's runtime.
 func TestBacktraceGomp(t *testing.T) {
 	runtimes := map[string]func(testing.TB) fixtures.RuntimeInfo{
 		"system": func(t testing.TB) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) },
@@ -232,11 +232,11 @@ func TestBacktraceGomp(t *testing.T) {
 		},
 	}
 	for rname, info := range runtimes {
-		for _, name := range []string{fixtures.Tasks, fixtures.Nested} {
+		for _, name := range []string{fixtures.Tasks, fixtures.Nested, fixtures.Hung, fixtures.TaskWaits, fixtures.EndBarrier} {
 			t.Run(rname+"/"+name, func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info(t), name)
 				as := openStop(t, stop)
-				bts := ompdtest.CheckUnplacedBacktraces(t, as, stop.Truth)
+				bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
 				ompdtest.CompareWithGDB(t, ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core), bts)
 			})
 		}

@@ -657,7 +657,7 @@ func (sn *snap) walkTasks(id string, t omprt.Ref) []TaskSnapshot {
 			f := sn.function(d.Function)
 			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
 		}
-		if sn.tracking && d.FramesErr == nil {
+		if (sn.tracking || sn.inferring) && d.FramesErr == nil {
 			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
 			tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags), FrameFlags(d.Enter.Flags)
 			tk.FramesUnknown = false

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,4 +51,35 @@ func TestBacktraceFlag(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Greater(t, strings.Count(full, "\n"), strings.Count(out, "\n"), "-bt-runtime shows more frames")
 	assert.Regexp(t, `in __kmpc_omp_taskwait \(\S+\)  \[runtime\]`, full, "unfolded runtime frames")
+}
+
+// TestBacktraceFlagGomp: on the system's libgomp (no debug information),
+// -bt places each thread's frames in its tasks (read from the stacks): the
+// frame that recorded a thread's truth, in the fixture's source, is
+// printed under its current task's marker with the task's level, never
+// "outside the thread's tasks"; a task suspended in its taskwait and one
+// whose region's primary waits in a barrier say what they wait in.
+func TestBacktraceFlagGomp(t *testing.T) {
+	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Tasks)
+	out := runTool(t, "-bt", "-threads", "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+	for _, th := range stop.Truth.Threads {
+		block := threadBlocks(t, out)[th.TID]
+		require.NotEmpty(t, block, "thread %d", th.TID)
+		_, bt, ok := strings.Cut(block, "  backtrace:\n")
+		require.True(t, ok, "thread %d has a backtrace:\n%s", th.TID, block)
+		// The marker above the thread's innermost frame in the
+		// fixture's source.
+		marker := ""
+		for _, line := range strings.Split(bt, "\n") {
+			if strings.HasPrefix(line, "    -- ") {
+				marker = line
+			}
+			if strings.Contains(line, "/testdata/tasks.c:") || strings.Contains(line, "/testdata/fixture.h:") {
+				break
+			}
+		}
+		assert.Regexp(t, `^    -- task/0x[0-9a-f]+(/L\d+)? \(level `+strconv.Itoa(th.Level)+`[,)]`, marker, "thread %d:\n%s", th.TID, bt)
+	}
+	assert.Contains(t, out, "waiting in taskwait) --", "a task suspended in its taskwait")
+	assert.Contains(t, out, "waiting in barrier) --", "the barrier's thread")
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/stackstate"
+	"github.com/ompd-go/ompd/internal/unwind"
+	"github.com/ompd-go/ompd/target"
 )
 
 // waitNames are the names of libgomp's entry points a task waits in.
@@ -18,6 +21,27 @@ var waitNames = omprt.WaitNames{
 func (r *Runtime) Wait(fn string) omprt.Wait { return waitNames.Of(fn) }
 
 // Stack unwinds a thread's stack; libgomp's code is the libgomp loaded.
+// Each frame of the program that called libgomp says which exported
+// function it called (StackFrame.Called): without libgomp's debug
+// information the functions its waits end in are unnamed, reached by tail
+// calls from the exported ones.
 func (r *Runtime) Stack(ctx context.Context, lwp uint64, maxDepth int) (*omprt.Stack, error) {
-	return omprt.Unwind(ctx, r.t, lwp, maxDepth, isLibgomp)
+	st, err := omprt.Unwind(ctx, r.t, lwp, maxDepth, isLibgomp)
+	if err != nil {
+		return nil, err
+	}
+	loc, ok := r.t.(target.CodeLocator)
+	if !ok {
+		return st, nil
+	}
+	for i := 1; i < len(st.Frames); i++ {
+		f := &st.Frames[i]
+		if f.Runtime || !st.Frames[i-1].Runtime {
+			continue
+		}
+		if cl, ok := stackstate.CallTarget(r.mem, loc, &stackstate.Frame{Frame: unwind.Frame{PC: f.PC, Caller: true}}); ok && isLibgomp(cl.Object) {
+			f.Called = tables.Name(cl.Function)
+		}
+	}
+	return st, nil
 }

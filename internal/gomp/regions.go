@@ -87,20 +87,42 @@ func (r *Runtime) Task(ref omprt.Ref) (*omprt.TaskData, error) {
 }
 
 func (r *Runtime) decodeTask(ref omprt.Ref) *taskRec {
-	noFrames := omprt.Errorf(omprt.ErrUnsupported, "gomp: libgomp records no task frames")
-	noID := omprt.Errorf(omprt.ErrUnsupported, "gomp: libgomp keeps no OMPT task data")
-	noSched := omprt.Errorf(omprt.ErrUnsupported, "gomp: libgomp does not record which task a thread set aside to run this one")
 	s := r.getStop()
+	rec := r.decodeTaskData(s, ref)
+	if rec.d != nil {
+		r.stackFrames(s, rec.d)
+	}
+	return rec
+}
+
+// stackFrames fills a task's frames and scheduling task from the stacks
+// (taskframes.go): libgomp records neither.
+func (r *Runtime) stackFrames(s *stop, d *omprt.TaskData) {
+	tf := s.taskFrames[d.Ref]
+	if tf == nil {
+		d.FramesErr = omprt.Errorf(omprt.ErrUnavailable, "gomp: libgomp records no task frames, and no thread's stack shows task %#x running", d.Ref.Addr)
+		d.SchedulingErr = omprt.Errorf(omprt.ErrUnavailable, "gomp: libgomp does not record which task a thread set aside to run this one, and no thread's stack shows task %#x running", d.Ref.Addr)
+		return
+	}
+	d.Exit, d.Enter, d.FramesErr = tf.exit, tf.enter, nil
+	if tf.hasSched {
+		d.Scheduling, d.SchedulingErr = tf.sched, nil
+	} else {
+		d.SchedulingErr = omprt.Errorf(omprt.ErrUnavailable, "gomp: task %#x is the outermost task of its thread's stack: it set no task aside", d.Ref.Addr)
+	}
+}
+
+// decodeTaskData decodes a task but its frames and scheduling task.
+func (r *Runtime) decodeTaskData(s *stop, ref omprt.Ref) *taskRec {
+	noID := omprt.Errorf(omprt.ErrUnsupported, "gomp: libgomp keeps no OMPT task data")
 	l0 := r.level0()
 	if ref == l0 {
 		// No task structure yet: the initial task, with the global ICVs.
 		d := &omprt.TaskData{Ref: ref, Kind: flagInitial | flagImplicit,
 			FunctionErr:   omprt.Errorf(omprt.ErrUnavailable, "gomp: the initial task has no function"),
-			FramesErr:     noFrames,
 			IDErr:         noID,
 			Region:        l0,
 			GeneratingErr: omprt.Errorf(omprt.ErrUnavailable, "gomp: the initial task has no generating task"),
-			SchedulingErr: omprt.Errorf(omprt.ErrUnavailable, "gomp: the initial task has no scheduling task"),
 		}
 		d.Schedule, d.ScheduleErr = r.globalSchedule()
 		return &taskRec{d: d}
@@ -120,7 +142,7 @@ func (r *Runtime) decodeTask(ref omprt.Ref) *taskRec {
 	if (kind == kindImplicit) != (ref.Level >= 0) {
 		return &taskRec{err: omprt.Errorf(omprt.ErrStaleHandle, "gomp: task %#x is no longer the task the handle named (kind %d)", ref.Addr, kind)}
 	}
-	d := &omprt.TaskData{Ref: ref, FramesErr: noFrames, IDErr: noID, SchedulingErr: noSched}
+	d := &omprt.TaskData{Ref: ref, IDErr: noID}
 	d.InFinal = v.F(l.f(taskFinal)) != 0
 	d.Schedule = schedule(v.F(l.f(taskRunSched)), v.FI(l.f(taskRunSchedChunk)))
 	parent := v.F(l.f(taskParent))

@@ -42,10 +42,17 @@
 //     variables are rebuilt from them as OMP_DISPLAY_ENV prints them
 //     (display.go).
 //   - Thread states and the outlined function of each region are read from
-//     the threads' stacks (stack.go), states marked inferred; where a
-//     stack does not tell, ErrUnavailable. A wait on a lock is told by its
-//     address (locks.go): a critical section's, an atomic region's or the
-//     user's.
+//     the threads' stacks (stack.go, with internal/stackstate), states
+//     marked inferred; where a stack does not tell, ErrUnavailable with
+//     an omprt.StateUnknown saying why. Without libgomp's debug
+//     information the functions its waits end in are unnamed: the
+//     exported function the program called, decoded at its call, tells
+//     them. A wait on a lock is told by its address (locks.go): a
+//     critical section's, an atomic region's or the user's.
+//   - Task frames and scheduling tasks, which libgomp does not record
+//     either, are read from the stacks too (taskframes.go): each task's
+//     code starts at a frame of the program that libgomp called, and a
+//     thread's tasks lie on its stack one above the other.
 package gomp
 
 import (

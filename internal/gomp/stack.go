@@ -31,6 +31,9 @@ type stackInfo struct {
 	// starts regions (GOMP_parallel and friends in the primary thread,
 	// gomp_thread_start in a worker).
 	entries []uint64
+	// stack is the stack read, until the stop has placed the thread's
+	// tasks on it.
+	stack *stackstate.Stack
 }
 
 // tables are libgomp's for internal/stackstate.
@@ -107,7 +110,7 @@ func (r *Runtime) readStack(th *thread) stackInfo {
 		si.stateErr = unknown(th, why, err)
 		return si
 	}
-	si.entries = st.Entries(tables)
+	si.entries, si.stack = st.Entries(tables), st
 	si.state, si.waitID, si.stateErr = r.inferState(th, st)
 	return si
 }

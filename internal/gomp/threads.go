@@ -28,6 +28,9 @@ type stop struct {
 	// function of each region, from the stacks.
 	stacks map[omprt.ThreadRef]stackInfo
 	fns    map[omprt.Ref]uint64
+	// taskFrames holds what the stacks tell of each task on one (nil
+	// for a task two stacks claim; see taskframes.go).
+	taskFrames map[omprt.Ref]*taskFrames
 	// The regions and tasks decoded at this stop.
 	regions omprt.Cache[omprt.Ref, *regionRec]
 	tasks   omprt.Cache[omprt.Ref, *taskRec]
@@ -87,6 +90,8 @@ func (r *Runtime) decodeStop() *stop {
 		implicit: map[uint64]omprt.Ref{},
 		stacks:   map[omprt.ThreadRef]stackInfo{},
 		fns:      map[omprt.Ref]uint64{},
+
+		taskFrames: map[omprt.Ref]*taskFrames{},
 	}
 	osThreads, err := r.t.Threads()
 	if err != nil {
@@ -156,7 +161,6 @@ func (r *Runtime) decodeStop() *stop {
 			continue
 		}
 		si := r.readStack(th)
-		s.stacks[ref] = si
 		// The outlined functions, innermost first, belong to the
 		// thread's regions from the innermost outwards, for as long as
 		// the thread is the primary thread of the inner one.
@@ -166,6 +170,13 @@ func (r *Runtime) decodeStop() *stop {
 			}
 			s.fns[omprt.Ref{Addr: th.chain[i].team, Level: int32(th.chain[i].level)}] = fn
 		}
+		if cur, err := r.currentTask(s, th); err == nil && si.stack != nil {
+			if tasks := r.stackTasks(s, th, cur, si.stack); tasks != nil {
+				addTaskFrames(s, tasks, si.stack)
+			}
+		}
+		si.stack = nil
+		s.stacks[ref] = si
 	}
 	for _, ref := range s.threads {
 		if _, ok := s.recs[ref]; !ok {
@@ -296,14 +307,19 @@ func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.Th
 		d.Num = int(th.teamID)
 		d.Region = omprt.Ref{Addr: th.team, Level: int32(th.level)}
 	}
-	if th.task != 0 {
-		d.Task = r.taskRef(s, th.task)
-	} else if th.level == 0 {
-		d.Task = s.initialTask
-	} else {
-		d.TaskErr = omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d at level %d has no task", th.os.ID, th.level)
-	}
+	d.Task, d.TaskErr = r.currentTask(s, th)
 	return d
+}
+
+// currentTask names a thread's current task.
+func (r *Runtime) currentTask(s *stop, th *thread) (omprt.Ref, error) {
+	switch {
+	case th.task != 0:
+		return r.taskRef(s, th.task), nil
+	case th.level == 0:
+		return s.initialTask, nil
+	}
+	return omprt.Ref{}, omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d at level %d has no task", th.os.ID, th.level)
 }
 
 // league places a thread in its host teams league: GOMP_teams_reg runs

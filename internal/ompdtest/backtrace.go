@@ -47,8 +47,22 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 	for _, tt := range truth.Threads {
 		bt := completeBacktrace(t, as, tt.TID)
 		out[tt.TID] = bt
+		if tt.Role == fixtures.RoleIdle {
+			// Idle in the thread pool: in no task.
+			assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnavailable, "thread %d is idle", tt.TID)
+			for _, f := range bt.Frames {
+				assert.Equal(t, -1, f.TaskIndex, "thread %d: %v is placed in no task", tt.TID, f)
+			}
+			continue
+		}
 		require.NoError(t, bt.PlaceErr, "thread %d: frames placed in tasks", tt.TID)
 		require.NotEmpty(t, bt.Tasks, "thread %d", tt.TID)
+		if tt.Role == fixtures.RoleImplicitBarrier {
+			// Its region's body, where it recorded its truth, returned:
+			// its implicit task waits at the barrier ending the region.
+			assert.Equal(t, tt.Level, bt.Tasks[0].Level, "thread %d: the level of its current task", tt.TID)
+			continue
+		}
 
 		frame, err := fixtures.ParseHex(tt.Frame)
 		require.NoError(t, err)
@@ -131,67 +145,6 @@ func frameAt(bt *ompd.Backtrace, cfa uint64) (ompd.Frame, bool) {
 func FixtureSource(file string) bool {
 	dir := filepath.Base(filepath.Dir(file))
 	return dir == "testdata" && (strings.HasSuffix(file, ".c") || strings.HasSuffix(file, ".h"))
-}
-
-// CheckUnplacedBacktraces is CheckBacktraces for a runtime that keeps no
-// task frames (GCC's libgomp): every OpenMP thread's walk is complete, the
-// OpenMP threads are exactly the truth's, placement fails with
-// ompd.ErrUnsupported and places no frame, and every frame the program
-// recorded is on its thread's stack, in the fixture's own source with a
-// line: the frame that recorded the thread's truth, on the tasks fixture
-// each task's body, and the frames that forked the regions enclosing a
-// primary thread. It returns the backtraces by thread id.
-func CheckUnplacedBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) map[int]*ompd.Backtrace {
-	t.Helper()
-	ptr := uint64(as.Target().Sizes().Pointer)
-	ths, err := as.Threads()
-	require.NoError(t, err)
-	var lwps []int
-	for _, th := range ths {
-		lwp, err := th.OSThread(ompd.LWPID)
-		require.NoError(t, err)
-		lwps = append(lwps, int(lwp))
-	}
-	assert.ElementsMatch(t, truth.TIDs(), lwps, "the OpenMP threads are the truth's")
-
-	out := map[int]*ompd.Backtrace{}
-	runtimeFrames := 0
-	for _, tt := range truth.Threads {
-		bt := completeBacktrace(t, as, tt.TID)
-		out[tt.TID] = bt
-		assert.ErrorIs(t, bt.PlaceErr, ompd.ErrUnsupported, "thread %d: no task frames to place by", tt.TID)
-		for _, f := range bt.Frames {
-			assert.Equal(t, -1, f.TaskIndex, "thread %d: %v is placed in no task", tt.TID, f)
-			if FixtureSource(f.File) {
-				assert.False(t, f.Runtime, "thread %d: %v", tt.TID, f)
-			}
-			// The runtime's code is libgomp's, and only that.
-			inLib := strings.HasPrefix(filepath.Base(f.Object), "libgomp.so")
-			assert.Equal(t, inLib, f.Runtime, "thread %d: %v in %s", tt.TID, f, f.Object)
-			if f.Runtime {
-				runtimeFrames++
-			}
-		}
-		frame, err := fixtures.ParseHex(tt.Frame)
-		require.NoError(t, err)
-		checkOwnFrame(t, bt, frame+2*ptr, "thread %d (%s)", tt.TID, tt.Role)
-	}
-	assert.Positive(t, runtimeFrames, "frames in libgomp")
-	for _, tk := range truth.Tasks {
-		bt := out[tk.TID]
-		if !assert.NotNil(t, bt, "task %s: its thread %d", tk.Label, tk.TID) {
-			continue
-		}
-		frame, err := fixtures.ParseHex(tk.Frame)
-		require.NoError(t, err)
-		checkOwnFrame(t, bt, frame+2*ptr, "task %s", tk.Label)
-	}
-	for _, tt := range truth.Threads {
-		for _, lf := range levelFrames(t, truth, &tt) {
-			checkOwnFrame(t, out[tt.TID], lf.frame+2*ptr, "thread %d: the frame forking level %d (level record %v)", tt.TID, lf.r.Level+1, lf.r.Path)
-		}
-	}
-	return out
 }
 
 // currentDepths maps thread ids to the depth of their current task below

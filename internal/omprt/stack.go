@@ -24,6 +24,12 @@ type StackFrame struct {
 	// Runtime is true for the runtime's own code: the runtime package
 	// says which code is its own.
 	Runtime bool
+	// Called is, for a frame of the program that called the runtime,
+	// the runtime's entry point it called, when the runtime package
+	// decodes it at the call ("" otherwise): the name a frame inside
+	// the call may lack (an unnamed function of a stripped runtime that
+	// the entry point tail-called).
+	Called string
 }
 
 // Stack is a thread's call stack, innermost frame first.

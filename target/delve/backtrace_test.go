@@ -77,8 +77,10 @@ func TestAttachBacktracesMatchGDB(t *testing.T) {
 // there is) in stopme; gdb attaches, prints every thread's backtrace and
 // detaches; then Delve attaches and every OpenMP thread's backtrace,
 // from Delve's registers and the live objects' call-frame information,
-// is complete, holds the frames the program recorded in its own source
-// (threads and tasks), and matches gdb's: from the recorded frame
+// is complete, places the frames the program recorded in its own source
+// (threads and tasks) in their tasks and regions (read from the stacks,
+// as on LLVM's runtime: ompdtest.CheckBacktraces), and matches gdb's:
+// from the recorded frame
 // outwards for every thread, and entirely (the runtime's frames down to
 // the futex wait) for the threads asleep in a barrier, which cannot
 // have moved since gdb saw them.
@@ -105,7 +107,7 @@ func TestLiveBacktracesGomp(t *testing.T) {
 				as, err := ompd.Open(p)
 				require.NoError(t, err)
 				require.Equal(t, "GNU libgomp", as.Runtime().Name)
-				bts := ompdtest.CheckUnplacedBacktraces(t, as, tr)
+				bts := ompdtest.CheckBacktraces(t, as, tr)
 				ompdtest.CompareOuterWithGDB(t, gdb, bts, tr, 8)
 				barrier := map[int]*ompd.Backtrace{}
 				for _, tt := range tr.ThreadsWithRole(fixtures.RoleBarrier) {

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
@@ -177,4 +181,21 @@ func TestCoreGompHostTeams(t *testing.T) {
 			assert.True(t, strings.HasSuffix(g, "; host team 1 of 3"), "%v: %s", args, g)
 		}
 	}
+}
+
+// TestEventsGomp: events on a gcc program on the system's libgomp says
+// that libgomp has no breakpoint functions to stop at, not that its layout
+// could not be read: the program is stopped before its first parallel
+// region, where the initial thread alone reads right.
+func TestEventsGomp(t *testing.T) {
+	exe := fixtures.BuildWith(t, fixtures.Nested, fixtures.SystemGomp(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"events", "-debug-dir", t.TempDir(), "--", exe}, &out, &errOut)
+	ptraceUnavailable(t, err)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ompd.ErrUnsupported)
+	assert.Contains(t, err.Error(), "events: GNU libgomp has no breakpoint functions to stop at")
+	assert.NotContains(t, err.Error(), "layout")
 }

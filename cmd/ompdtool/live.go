@@ -117,6 +117,10 @@ func runEvents(ctx context.Context, o *options, args []string, out io.Writer) er
 		return fmt.Errorf("events: %w", err)
 	}
 	defer as.Close()
+	if _, err := as.Breakpoints(); errors.Is(err, ompd.ErrUnsupported) {
+		// GCC's libgomp: no OMPD, no breakpoint functions.
+		return fmt.Errorf("events: %s has no breakpoint functions to stop at, so its events cannot be watched: %w", as.Runtime().Name, err)
+	}
 	enc := json.NewEncoder(out)
 	err = p.WatchEvents(ctx, as, func(ev delve.Event) bool {
 		l := describe(ev)

@@ -33,8 +33,7 @@ func SetKnownLayouts(l []*Layout) { knownLayouts = l }
 // Confirmations returns how many threads of r's current stop confirm its
 // layout and how many contradict it (r is a *Runtime from Open).
 func Confirmations(r any) (confirmed, failed int, err error) {
-	confirmed, failed, _, err = r.(*Runtime).confirmations()
-	return confirmed, failed, err
+	return r.(*Runtime).confirmations()
 }
 
 // LayoutOf returns the layout r (a *Runtime from Open) reads with.

@@ -20,11 +20,12 @@
 //     GOMP_ symbol version (each GCC release adds one), and confirmed by
 //     sanity checks on the live threads (libgomp's cross-links between
 //     threads, teams and pools, task ICVs in range); a table layout that
-//     fails them, or that no thread can confirm (a program before its
-//     first parallel region), is refused with ErrIncompatible; (c)
-//     otherwise Open fails with
-//     ErrIncompatible naming the library, its identity and what was
-//     searched.
+//     fails them, or that no thread with state can confirm, is refused
+//     with ErrIncompatible. Before the program's first parallel region
+//     every gomp_thread is zeros under any layout and nothing read needs
+//     one: the initial thread reads serial, and the next stops check the
+//     table; (c) otherwise Open fails with ErrIncompatible naming the
+//     library, its identity and what was searched.
 //   - Regions: a thread's gomp_team_state (team, team_id, level,
 //     active_level), and each team's prev_ts for the enclosing levels.
 //     libgomp creates a team for every region, serialized ones included.
@@ -111,6 +112,9 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	stop *stop
+	// unconfirmed: the layout came from the table and no stop's live
+	// data has confirmed it yet (guarded by mu).
+	unconfirmed bool
 
 	// crit caches the named critical sections' lock symbols of each
 	// object file (see criticalNames).
@@ -159,14 +163,11 @@ func open(t target.Target) (*Runtime, error) {
 				lib.name, lib.identity(), knownNames())
 		}
 		r.lay, r.source, r.why = known, omprt.LayoutKnownTable, derr
-		if err := r.sanity(); errors.Is(err, errUnconfirmed) {
-			return nil, omprt.Wrap(omprt.ErrIncompatible, err,
-				"gomp: %s (%s): the known layout of %s could not be confirmed on live data; until the program has started a parallel region or set an ICV it needs the library's debug file",
-				lib.name, lib.identity(), known)
-		} else if err != nil {
-			return nil, omprt.Wrap(omprt.ErrIncompatible, err,
-				"gomp: %s (%s): the known layout of %s fails its checks on live data",
-				lib.name, lib.identity(), known)
+		// Each stop checks the table on its live data until one
+		// confirms it (see confirmStop).
+		r.unconfirmed = true
+		if s := r.getStop(); s.err != nil {
+			return nil, s.err
 		}
 	}
 	return r, nil

@@ -1,11 +1,14 @@
 package gomp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/stackstate"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -101,6 +104,7 @@ func (r *Runtime) decodeStop() *stop {
 	sort.Slice(osThreads, func(i, j int) bool { return osThreads[i].ID < osThreads[j].ID })
 	l0 := r.level0()
 	s.initialTask = l0
+	var outside []*thread // threads libgomp has no state of
 	for _, ot := range osThreads {
 		th, err := r.readThread(ot)
 		ref := omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
@@ -113,43 +117,18 @@ func (r *Runtime) decodeStop() *stop {
 			continue
 		}
 		if !th.omp {
+			outside = append(outside, th)
 			continue
 		}
-		s.threads = append(s.threads, ref)
-		s.raw[ref] = th
-		s.byLWP[ot.ID] = ref
-		if ot.Pointer != 0 {
-			s.byPth[ot.Pointer] = ref
-		}
-		if th.idle {
-			continue
-		}
-		// Memberships: the thread is member num of its innermost team,
-		// and, while it is a team's primary thread (number 0), also of
-		// the enclosing team, with the number the team's prev_ts keeps.
-		primary := true
-		for i, lv := range th.chain {
-			ref := omprt.Ref{Addr: lv.team, Level: int32(lv.level)}
-			if primary {
-				s.members[member{ref, lv.num}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
-			}
-			primary = primary && lv.num == 0
-			task := lv.team + r.lay.f(teamImplicitTask).Off + uint64(lv.num)*r.lay.size(typeTask)
-			s.implicit[task] = ref
-			if i == len(th.chain)-1 && lv.level == 1 {
-				// The level-0 task is the parent of the primary's
-				// level-1 implicit task.
-				first := lv.team + r.lay.f(teamImplicitTask).Off
-				if p, err := r.mem.Ptr(first+r.lay.f(taskParent).Off, "gomp_task.parent"); err == nil && p != 0 {
-					s.initialTask = omprt.Ref{Addr: p, Level: 0}
-				}
-			}
-		}
-		if primary && th.chainErr == nil {
-			s.members[member{l0, 0}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
-		}
-		if th.level == 0 && th.task != 0 {
-			s.initialTask = omprt.Ref{Addr: th.task, Level: 0}
+		r.addThread(s, th)
+	}
+	if len(s.threads) == 0 {
+		// Before the program's first parallel region (or its first
+		// ICV change) libgomp has no state of any thread: the thread
+		// that will start it is the initial thread, serial.
+		if th := r.initialThread(outside); th != nil {
+			th.omp = true
+			r.addThread(s, th)
 		}
 	}
 	if s.initialTask != l0 {
@@ -183,7 +162,55 @@ func (r *Runtime) decodeStop() *stop {
 			s.recs[ref] = r.threadData(s, ref, s.raw[ref])
 		}
 	}
+	if r.unconfirmed {
+		if err := r.confirmStop(s); err != nil {
+			return &stop{err: err}
+		}
+	}
 	return s
+}
+
+// addThread adds an OpenMP thread to the stop: its memberships in its
+// teams and the implicit tasks they hold.
+func (r *Runtime) addThread(s *stop, th *thread) {
+	ot, l0 := th.os, r.level0()
+	ref := omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+	s.threads = append(s.threads, ref)
+	s.raw[ref] = th
+	s.byLWP[ot.ID] = ref
+	if ot.Pointer != 0 {
+		s.byPth[ot.Pointer] = ref
+	}
+	if th.idle {
+		return
+	}
+	// Memberships: the thread is member num of its innermost team,
+	// and, while it is a team's primary thread (number 0), also of
+	// the enclosing team, with the number the team's prev_ts keeps.
+	primary := true
+	for i, lv := range th.chain {
+		ref := omprt.Ref{Addr: lv.team, Level: int32(lv.level)}
+		if primary {
+			s.members[member{ref, lv.num}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+		}
+		primary = primary && lv.num == 0
+		task := lv.team + r.lay.f(teamImplicitTask).Off + uint64(lv.num)*r.lay.size(typeTask)
+		s.implicit[task] = ref
+		if i == len(th.chain)-1 && lv.level == 1 {
+			// The level-0 task is the parent of the primary's
+			// level-1 implicit task.
+			first := lv.team + r.lay.f(teamImplicitTask).Off
+			if p, err := r.mem.Ptr(first+r.lay.f(taskParent).Off, "gomp_task.parent"); err == nil && p != 0 {
+				s.initialTask = omprt.Ref{Addr: p, Level: 0}
+			}
+		}
+	}
+	if primary && th.chainErr == nil {
+		s.members[member{l0, 0}] = omprt.ThreadRef{Addr: th.addr, ID: int32(ot.ID)}
+	}
+	if th.level == 0 && th.task != 0 {
+		s.initialTask = omprt.Ref{Addr: th.task, Level: 0}
+	}
 }
 
 // readThread reads the gomp_thread of an OS thread and the nest of teams
@@ -391,42 +418,56 @@ func (r *Runtime) Thread(ref omprt.ThreadRef) (*omprt.ThreadData, error) {
 	return d, nil
 }
 
-// sanity checks the layout on the live threads. A thread confirms it
-// when libgomp's own cross-links, which a wrong layout cannot fake, hold
-// for it: for a team member, its nest and task decode consistently and
-// its innermost team's ordered_release slot points back at it; for an
-// idle worker, its pool's threads array holds it at its team number and
-// its last team's ordered_release slot points back at it; for a serial
-// thread, its pool's threads[0] is itself and its task's ICVs (if it has
-// a task) are in range. A thread that does not decode contradicts it. One
-// thread caught between states (a worker copying its team state, say)
-// must not refuse the runtime, so the layout fails when more threads
-// contradict than confirm it; the others keep their own errors. When no
-// thread confirms it (no OpenMP thread yet: a program before its first
-// parallel region, whose gomp_thread is all zeros under any layout), it
-// fails too, with errUnconfirmed: a table layout is used only once live
-// data confirmed it.
-func (r *Runtime) sanity() error {
-	confirmed, failed, first, err := r.confirmations()
-	if err != nil {
-		return err
+// confirmStop checks a table layout on the live threads of stop s. A
+// thread confirms it when libgomp's own cross-links, which a wrong layout
+// cannot fake, hold for it: for a team member, its nest and task decode
+// consistently and its innermost team's ordered_release slot points back
+// at it; for an idle worker, its pool's threads array holds it at its
+// team number and its last team's ordered_release slot points back at
+// it; for a serial thread, its pool's threads[0] is itself and its task's
+// ICVs (if it has a task) are in range. A thread that does not decode
+// contradicts it. One thread caught between states (a worker copying its
+// team state, say) must not refuse the runtime, so the layout fails when
+// more threads contradict than confirm it; the others keep their own
+// errors. Once a stop confirms it, the layout is used without checks.
+// While no thread has any state (a program before its first parallel
+// region, whose gomp_thread is all zeros under any layout) nothing read
+// needs the layout: it stays unconfirmed. A stop with state that neither
+// confirms nor contradicts it fails, with errUnconfirmed: a table layout
+// is used only once live data confirmed it. Called with r.mu held.
+func (r *Runtime) confirmStop(s *stop) error {
+	confirmed, failed, first := r.confirmationsOf(s)
+	switch {
+	case failed > 0 && failed >= confirmed:
+		return omprt.Wrap(omprt.ErrIncompatible, fmt.Errorf("%d of %d threads contradict it, %d confirm it; %w", failed, len(s.threads), confirmed, first),
+			"gomp: %s (%s): the known layout of %s fails its checks on live data", r.lib.name, r.lib.identity(), r.lay)
+	case confirmed > 0:
+		r.unconfirmed = false
+		return nil
 	}
-	if failed > 0 && failed >= confirmed {
-		return fmt.Errorf("%d of %d threads contradict it, %d confirm it; %w", failed, len(r.getStop().threads), confirmed, first)
-	}
-	if confirmed == 0 {
-		return fmt.Errorf("%w: %d OpenMP threads, none with state that could confirm it", errUnconfirmed, len(r.getStop().threads))
+	for _, th := range s.raw {
+		if th.team != 0 || th.task != 0 || th.pool != 0 {
+			return omprt.Wrap(omprt.ErrIncompatible, fmt.Errorf("%w: %d OpenMP threads, none with state that could confirm it", errUnconfirmed, len(s.threads)),
+				"gomp: %s (%s): the known layout of %s could not be confirmed on live data; until the program has started a parallel region or set an ICV it needs the library's debug file", r.lib.name, r.lib.identity(), r.lay)
+		}
 	}
 	return nil
 }
 
 // confirmations counts the threads of this stop that confirm the layout
-// and those that contradict it, with the first contradiction.
-func (r *Runtime) confirmations() (confirmed, failed int, first, err error) {
+// and those that contradict it.
+func (r *Runtime) confirmations() (confirmed, failed int, err error) {
 	s := r.getStop()
 	if s.err != nil {
-		return 0, 0, nil, s.err
+		return 0, 0, s.err
 	}
+	confirmed, failed, _ = r.confirmationsOf(s)
+	return confirmed, failed, nil
+}
+
+// confirmationsOf counts the threads of stop s that confirm the layout
+// and those that contradict it, with the first contradiction.
+func (r *Runtime) confirmationsOf(s *stop) (confirmed, failed int, first error) {
 	for _, ref := range s.threads {
 		err := r.confirm(s, ref)
 		switch {
@@ -440,7 +481,7 @@ func (r *Runtime) confirmations() (confirmed, failed int, first, err error) {
 			}
 		}
 	}
-	return confirmed, failed, first, nil
+	return confirmed, failed, first
 }
 
 // errNothingToConfirm: the thread holds no state to check the layout by.
@@ -606,4 +647,38 @@ func (r *Runtime) confirmICVs(task uint64) error {
 		return fmt.Errorf("task %#x: ICVs out of range (nthreads-var %d, thread-limit-var %d, dyn-var %d, bind-var %d)", task, n, limit, dyn, bind)
 	}
 	return nil
+}
+
+// initialThread picks, among the threads libgomp has no state of, the
+// program's initial thread, before its first parallel region: the only
+// thread of the program, or the one whose stack holds the program's start
+// (main, the C library's __libc_start_main); nil when that is not one
+// thread.
+func (r *Runtime) initialThread(outside []*thread) *thread {
+	var fresh []*thread
+	for _, th := range outside {
+		if th.team == 0 && th.task == 0 && th.pool == 0 && th.level == 0 {
+			fresh = append(fresh, th)
+		}
+	}
+	if len(fresh) == 1 && len(outside) == 1 {
+		return fresh[0]
+	}
+	var found *thread
+	for _, th := range fresh {
+		st, err := stackstate.Read(context.Background(), r.t, th.os.ID, tables, maxFrames)
+		if err != nil {
+			continue
+		}
+		for _, f := range st.Frames {
+			if f.Function == "main" || strings.HasPrefix(f.Function, "__libc_start_") {
+				if found != nil {
+					return nil
+				}
+				found = th
+				break
+			}
+		}
+	}
+	return found
 }

@@ -113,10 +113,34 @@ func TestLayoutUnconfirmed(t *testing.T) {
 
 	t.Run("no OpenMP thread", func(t *testing.T) {
 		// A program before its first parallel region: every gomp_thread
-		// is zeros, whatever the layout.
+		// is zeros, whatever the layout, and nothing read needs it. The
+		// thread whose stack holds main is the initial thread, serial.
 		p := map[uint64][]byte{}
 		zero(p, append(workers, main)...)
-		_, err := open(p)
+		r, err := open(p)
+		require.NoError(t, err)
+		refs, err := r.Threads()
+		require.NoError(t, err)
+		require.Len(t, refs, 1, "the initial thread alone")
+		assert.Equal(t, main, refs[0].Addr)
+		d, err := r.Thread(refs[0])
+		require.NoError(t, err)
+		require.NoError(t, d.StateErr)
+		assert.EqualValues(t, gomp.StateWorkSerial, d.State)
+		require.NoError(t, d.RegionErr)
+		assert.EqualValues(t, 0, d.Region.Level)
+		require.NoError(t, d.TaskErr)
+		confirmed, failed, err := gomp.Confirmations(r)
+		require.NoError(t, err)
+		assert.Equal(t, []int{0, 0}, []int{confirmed, failed}, "nothing confirms the layout, nothing needs it")
+
+		// A thread with state that confirms nothing (a pool with no
+		// threads array) needs the layout: refused.
+		th := make([]byte, l.Sizes[gomp.TypeThread])
+		put(th, l.Fields[gomp.ThreadPoolField].Off, 8, 0x10000)
+		p[main] = th
+		p[0x10000] = make([]byte, 256)
+		_, err = open(p)
 		require.ErrorIs(t, err, omprt.ErrIncompatible)
 		assert.ErrorContains(t, err, "could not be confirmed")
 		assert.ErrorContains(t, err, "debug file")
@@ -203,18 +227,18 @@ func TestLayoutUnconfirmed(t *testing.T) {
 	})
 }
 
-// TestLayoutUnconfirmedLive: a program on the system's libgomp stopped at
-// main, before any parallel region, has nothing that could confirm the
-// known layout: Open refuses it, saying so; with libgomp's DWARF (the
-// debug build) the same stop opens.
+// TestLayoutUnconfirmedLive: a program stopped at main, before any
+// parallel region, has one OpenMP thread, the initial thread, serial: on
+// the system's libgomp, where nothing could confirm the known layout yet
+// (and nothing read needs it), as with libgomp's DWARF (the debug build).
+// Run on to its stop, the program's threads confirm the layout.
 func TestLayoutUnconfirmedLive(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		info func(t *testing.T) fixtures.RuntimeInfo
-		ok   bool
 	}{
-		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, false},
-		{"debug-" + fixtures.GompVersions[0], func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }, true},
+		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }},
+		{"debug-" + fixtures.GompVersions[0], func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			exe := fixtures.BuildWith(t, fixtures.Nested, c.info(t))
@@ -233,15 +257,28 @@ func TestLayoutUnconfirmedLive(t *testing.T) {
 			_, err = p.RunToFunction(ctx, "main")
 			require.NoError(t, err)
 			r, err := gomp.Open(p)
-			if c.ok {
-				require.NoError(t, err)
-				refs, err := r.Threads()
-				require.NoError(t, err)
-				assert.Empty(t, refs, "no OpenMP thread yet")
-				return
-			}
-			require.ErrorIs(t, err, omprt.ErrIncompatible)
-			assert.ErrorContains(t, err, "could not be confirmed")
+			require.NoError(t, err)
+			refs, err := r.Threads()
+			require.NoError(t, err)
+			require.Len(t, refs, 1, "the initial thread")
+			d, err := r.Thread(refs[0])
+			require.NoError(t, err)
+			assert.EqualValues(t, p.Pid(), d.LWP, "the program's main thread")
+			require.NoError(t, d.StateErr)
+			assert.EqualValues(t, gomp.StateWorkSerial, d.State)
+			require.NoError(t, d.NumErr)
+			assert.Zero(t, d.Num)
+
+			_, err = p.RunToFunction(ctx, "stopme")
+			require.NoError(t, err)
+			r.Refresh()
+			refs, err = r.Threads()
+			require.NoError(t, err)
+			assert.Len(t, refs, 6, "the nested fixture's threads")
+			confirmed, failed, err := gomp.Confirmations(r)
+			require.NoError(t, err)
+			assert.Positive(t, confirmed)
+			assert.Zero(t, failed)
 		})
 	}
 }

@@ -21,10 +21,50 @@ type scope struct {
 	inlined   bool
 	callFile  string // for an inlined call: where it was called
 	callLine  int
+	// fortran is a Fortran function's name as gdb shows it: its name
+	// after the name of the module or procedure it is defined in (its
+	// parent in the unit's tree), "solver::run_team"; "" in other
+	// languages.
+	fortran string
 }
 
 // maxScopes bounds the scopes kept for one unit.
 const maxScopes = 1 << 20
+
+// maxScopeDepth bounds the depth of a unit's tree whose entries name
+// their children's scopes.
+const maxScopeDepth = 1 << 10
+
+// isFortran reports whether a unit's language is Fortran
+// (DW_LANG_Fortran77 to DW_LANG_Fortran2008, and Fortran 18).
+func isFortran(cu *dwarf.Entry) bool {
+	lang, _ := cu.Val(dwarf.AttrLanguage).(int64)
+	switch lang {
+	case 0x7, 0x8, 0xe, 0x22, 0x23, 0x2d:
+		return true
+	}
+	return false
+}
+
+// fortranName returns a Fortran function's name as gdb shows it (see
+// scope.fortran) from unit cu's scopes, for the function whose entry is
+// the run-time address entry; "" when cu is no Fortran unit or has no such
+// function.
+func (o *Object) fortranName(cu *dwarf.Entry, entry uint64) string {
+	if !isFortran(cu) {
+		return ""
+	}
+	addr := entry - o.bias
+	for _, sc := range o.unitScopes(cu) {
+		if sc.low > addr {
+			break
+		}
+		if sc.low == addr && sc.fortran != "" {
+			return sc.fortran
+		}
+	}
+	return ""
+}
 
 // maxInlineCache bounds the addresses whose inline frames an object keeps.
 const maxInlineCache = 1 << 16
@@ -72,9 +112,18 @@ func (o *Object) unitScopes(cu *dwarf.Entry) []scope {
 	}
 	r := d.Reader()
 	r.Seek(cu.Offset)
-	if e, err := r.Next(); err != nil || e == nil || !e.Children {
+	unit, err := r.Next()
+	if err != nil || unit == nil || !unit.Children {
 		return nil
 	}
+	fortran := isFortran(unit)
+	// parents[d] is the entry at depth d of the unit's tree, while its
+	// children are read (Fortran units).
+	type parent struct {
+		tag  dwarf.Tag
+		name string
+	}
+	parents := []parent{{tag: unit.Tag}}
 	depth := 1
 	for depth > 0 && len(t.scopes) < maxScopes {
 		e, err := r.Next()
@@ -85,9 +134,21 @@ func (o *Object) unitScopes(cu *dwarf.Entry) []scope {
 			depth--
 			continue
 		}
+		if fortran && depth < maxScopeDepth {
+			parents = append(parents[:min(depth, len(parents))], parent{e.Tag, ""})
+			if n, ok := e.Val(dwarf.AttrName).(string); ok && len(parents) == depth+1 {
+				parents[depth].name = n
+			}
+		}
 		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 			if rs, err := d.Ranges(e); err == nil && len(rs) > 0 {
 				sc := scope{depth: depth, name: nameOf(e, 0), inlined: e.Tag == dwarf.TagInlinedSubroutine}
+				if fortran && !sc.inlined && depth < len(parents) {
+					sc.fortran = sc.name
+					if p := parents[depth-1]; p.name != "" && (p.tag == dwarf.TagModule || p.tag == dwarf.TagSubprogram) {
+						sc.fortran = p.name + "::" + sc.name
+					}
+				}
 				if sc.inlined {
 					if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(t.fileTable) {
 						sc.callFile = t.fileTable[f]
@@ -112,22 +173,48 @@ func (o *Object) unitScopes(cu *dwarf.Entry) []scope {
 	return t.scopes
 }
 
-// demangled returns name as people read it: a C++ name demangled without
-// its parameters, others unchanged; kept per object (bounded).
+// demangled returns name as people read it, as gdb shows it: a C++ name
+// demangled without its parameters, the region or task GCC outlined from
+// a C++ function keeping its suffix (geo::Grid<double>::relax._omp_fn.0),
+// a gfortran module procedure as module::procedure; others unchanged; kept
+// per object (bounded). (A gfortran main program, MAIN__, has its name
+// only in the DWARF: see fortranName.)
 func (o *Object) demangled(name string) string {
 	if !strings.HasPrefix(name, "_Z") {
-		return name
+		return fortranSymbol(name)
 	}
 	if v, ok := o.inline.names.Load(name); ok {
 		return v.(string)
 	}
 	d := demangle.Filter(name, demangle.NoParams)
+	if base, suffix, ok := strings.Cut(name, "._omp_fn."); ok {
+		if db := demangle.Filter(base, demangle.NoParams); db != base {
+			d = db + "._omp_fn." + suffix
+		}
+	}
 	if o.inline.nnames.Load() < maxInlineCache {
 		if _, loaded := o.inline.names.LoadOrStore(name, d); !loaded {
 			o.inline.nnames.Add(1)
 		}
 	}
 	return d
+}
+
+// fortranSymbol turns a gfortran module procedure's symbol,
+// __MODULE_MOD_PROCEDURE, into MODULE::PROCEDURE, as gdb names it from the
+// DWARF; other names are returned unchanged. A region or task outlined from
+// it keeps its symbol: gdb names it PROCEDURE::SYMBOL from the DWARF,
+// which fortranName gives.
+func fortranSymbol(name string) string {
+	rest, ok := strings.CutPrefix(name, "__")
+	if !ok || strings.Contains(name, "._omp_fn.") {
+		return name
+	}
+	mod, proc, ok := strings.Cut(rest, "_MOD_")
+	if !ok || mod == "" || proc == "" {
+		return name
+	}
+	return mod + "::" + proc
 }
 
 // inlineCache remembers the inline frames of addresses already looked up.

@@ -16,8 +16,25 @@ import (
 // versions (file names ended by an empty one) and the program itself are
 // bounded by the data and left to debug/dwarf.
 func checkLineHeader(sec []byte, off int64, order binary.ByteOrder) error {
+	_, err := lineHeaderFiles(sec, off, order, lineStrings{})
+	return err
+}
+
+// lineStrings are the string sections a line program header's file names
+// may point into (nil: not available).
+type lineStrings struct {
+	lineStr, str []byte // .debug_line_str, .debug_str
+}
+
+// lineHeaderFiles checks a line program header as checkLineHeader does
+// and, for DWARF 5, returns each file entry's path as the header spells
+// it (DW_LNCT_path, not joined with its directory; "" where its form is
+// one it does not read, or for an earlier version): debug/dwarf joins a
+// DWARF 5 file's directory with its path even when the path is absolute
+// (a source compiled by its absolute path), which the spelling undoes.
+func lineHeaderFiles(sec []byte, off int64, order binary.ByteOrder, strs lineStrings) ([]string, error) {
 	if off < 0 || off >= int64(len(sec)) {
-		return fmt.Errorf("line table offset %#x outside .debug_line (%d bytes)", off, len(sec))
+		return nil, fmt.Errorf("line table offset %#x outside .debug_line (%d bytes)", off, len(sec))
 	}
 	b := sec[off:]
 	r := &lineHdr{b: b, order: order}
@@ -27,11 +44,11 @@ func checkLineHeader(sec []byte, off int64, order binary.ByteOrder) error {
 		ulen = r.u64()
 	}
 	if r.err != nil || ulen > uint64(len(b)-r.p) {
-		return errors.New("line table length runs past .debug_line")
+		return nil, errors.New("line table length runs past .debug_line")
 	}
 	r.b = b[:r.p+int(ulen)]
 	if version := r.u16(); version < 5 || r.err != nil {
-		return r.err
+		return nil, r.err
 	}
 	r.skip(2) // address_size, segment_selector_size
 	var hlen uint64
@@ -41,35 +58,44 @@ func checkLineHeader(sec []byte, off int64, order binary.ByteOrder) error {
 		hlen = uint64(r.u32())
 	}
 	if r.err != nil || hlen > uint64(len(r.b)-r.p) {
-		return errors.New("line table header length runs past its unit")
+		return nil, errors.New("line table header length runs past its unit")
 	}
 	r.b = r.b[:r.p+int(hlen)]
 	r.skip(5) // minimum_instruction_length ... line_range
 	opcodeBase := int(r.u8())
 	r.skip(opcodeBase - 1)
+	var files []string
 	for _, what := range []string{"directories", "file names"} {
-		forms := r.format()
+		types, forms := r.format()
 		count := r.uleb()
 		if r.err != nil {
-			return r.err
+			return nil, r.err
 		}
 		min := 0
 		for _, f := range forms {
 			min += formMinSize(f, dwarf64)
 		}
 		if count > 0 && (min == 0 || count > uint64(len(r.b)-r.p)/uint64(min)) {
-			return fmt.Errorf("line table header claims %d %s, more than its %d remaining bytes can hold", count, what, len(r.b)-r.p)
+			return nil, fmt.Errorf("line table header claims %d %s, more than its %d remaining bytes can hold", count, what, len(r.b)-r.p)
 		}
 		for range count {
-			for _, f := range forms {
-				r.form(f, dwarf64)
+			path := ""
+			for i, f := range forms {
+				if types[i] == lnctPath {
+					path = r.str(f, dwarf64, strs)
+				} else {
+					r.form(f, dwarf64)
+				}
+			}
+			if what == "file names" {
+				files = append(files, path)
 			}
 		}
 		if r.err != nil {
-			return fmt.Errorf("line table %s: %w", what, r.err)
+			return nil, fmt.Errorf("line table %s: %w", what, r.err)
 		}
 	}
-	return nil
+	return files, nil
 }
 
 // lineHdr reads a line program header.
@@ -120,15 +146,55 @@ func (r *lineHdr) uleb() uint64 {
 	}
 }
 
-// format reads an entry format: pairs of content type and form.
-func (r *lineHdr) format() []uint64 {
+// lnctPath is DW_LNCT_path, the content type of an entry's path.
+const lnctPath = 0x1
+
+// format reads an entry format: its content types and their forms.
+func (r *lineHdr) format() (types, forms []uint64) {
 	n := int(r.u8())
-	forms := make([]uint64, 0, n)
+	types, forms = make([]uint64, 0, n), make([]uint64, 0, n)
 	for range n {
-		r.uleb() // content type
+		types = append(types, r.uleb())
 		forms = append(forms, r.uleb())
 	}
-	return forms
+	return types, forms
+}
+
+// str reads a string of form f: inline, or an offset into
+// .debug_line_str or .debug_str; "" for other forms or an offset out of
+// its section.
+func (r *lineHdr) str(f uint64, dwarf64 bool, strs lineStrings) string {
+	var sec []byte
+	switch f {
+	case formString:
+		start := r.p
+		r.form(f, dwarf64)
+		if r.err != nil || r.p == start {
+			return ""
+		}
+		return string(r.b[start : r.p-1])
+	case formLineStrp:
+		sec = strs.lineStr
+	case formStrp:
+		sec = strs.str
+	default:
+		r.form(f, dwarf64)
+		return ""
+	}
+	var off uint64
+	if dwarf64 {
+		off = r.u64()
+	} else {
+		off = uint64(r.u32())
+	}
+	if r.err != nil || off >= uint64(len(sec)) {
+		return ""
+	}
+	end := off
+	for end < uint64(len(sec)) && sec[end] != 0 {
+		end++
+	}
+	return string(sec[off:end])
 }
 
 // formMinSize is the fewest bytes a value of form takes, 0 for a form

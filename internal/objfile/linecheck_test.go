@@ -21,7 +21,7 @@ func TestCheckLineHeader(t *testing.T) {
 	f, err := elf.Open(info.LibOMP)
 	require.NoError(t, err)
 	defer f.Close()
-	d, line, err := lineSections(f)
+	d, line, _, err := lineSections(f)
 	require.NoError(t, err)
 	require.NotNil(t, line)
 	var offs []int64

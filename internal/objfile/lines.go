@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ type lineState struct {
 	data  *dwarf.Data
 	line  []byte           // .debug_line, for checkLineHeader (nil: not checked)
 	order binary.ByteOrder // of line
+	strs  lineStrings      // the string sections line's file names point into
 	cus   []cuRange        // sorted by low
 	err   error
 
@@ -71,11 +73,11 @@ func (o *Object) lineDWARF() (*dwarf.Data, error) {
 		}
 		f, where = df, o.dbgPath
 	}
-	d, line, err := lineSections(f)
+	d, line, strs, err := lineSections(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 	}
-	o.lines.line, o.lines.order = line, f.ByteOrder
+	o.lines.line, o.lines.order, o.lines.strs = line, f.ByteOrder, strs
 	return d, nil
 }
 
@@ -90,11 +92,11 @@ var lineNeeds = []string{"abbrev", "info", "line", "ranges", "str", "str_offsets
 // (*elf.File).DWARF, which applies its relocations.
 //
 // It also returns the .debug_line section (nil for a relocatable object),
-// for checkLineHeader.
-func lineSections(f *elf.File) (*dwarf.Data, []byte, error) {
+// for checkLineHeader, and the string sections its file names point into.
+func lineSections(f *elf.File) (*dwarf.Data, []byte, lineStrings, error) {
 	if f.Type == elf.ET_REL {
 		d, err := f.DWARF()
-		return d, nil, err
+		return d, nil, lineStrings{}, err
 	}
 	raw := map[string][]byte{}
 	for _, name := range lineNeeds {
@@ -107,22 +109,22 @@ func lineSections(f *elf.File) (*dwarf.Data, []byte, error) {
 		}
 		b, err := s.Data()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", s.Name, err)
+			return nil, nil, lineStrings{}, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		raw[name] = b
 	}
 	d, err := dwarf.New(raw["abbrev"], nil, nil, raw["info"], raw["line"], nil, raw["ranges"], raw["str"])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, lineStrings{}, err
 	}
 	for _, name := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
 		if b, ok := raw[name]; ok {
 			if err := d.AddSection(".debug_"+name, b); err != nil {
-				return nil, nil, err
+				return nil, nil, lineStrings{}, err
 			}
 		}
 	}
-	return d, raw["line"], nil
+	return d, raw["line"], lineStrings{lineStr: raw["line_str"], str: raw["str"]}, nil
 }
 
 func (o *Object) loadLineIndex() {
@@ -170,8 +172,10 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 	}
 	t := &lineTable{}
 	o.lines.tables[cu.Offset] = t
+	var spelled []string // the header's file paths as written (DWARF 5)
 	if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok && o.lines.line != nil {
-		if err := checkLineHeader(o.lines.line, off, o.lines.order); err != nil {
+		var err error
+		if spelled, err = lineHeaderFiles(o.lines.line, off, o.lines.order, o.lines.strs); err != nil {
 			t.err = fmt.Errorf("%s: line table: %w", o.path, err)
 			return t
 		}
@@ -182,12 +186,20 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 		return t
 	}
 	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
-	for _, f := range lr.Files() {
+	// A file's name: its path as the header spells it when that is
+	// absolute (debug/dwarf joined it with its directory anyway), else
+	// debug/dwarf's.
+	names := map[*dwarf.LineFile]string{}
+	for i, f := range lr.Files() {
 		name := ""
 		if f != nil {
-			name = f.Name
+			name = fixJoin(compDir, f.Name)
+			if i < len(spelled) && strings.HasPrefix(spelled[i], "/") {
+				name = path.Clean(spelled[i])
+			}
+			names[f] = name
 		}
-		t.fileTable = append(t.fileTable, fixJoin(compDir, name))
+		t.fileTable = append(t.fileTable, name)
 	}
 	fileIdx := map[*dwarf.LineFile]int32{}
 	var e dwarf.LineEntry
@@ -203,7 +215,11 @@ func (o *Object) table(cu *dwarf.Entry) *lineTable {
 			i, ok := fileIdx[e.File]
 			if !ok {
 				i = int32(len(t.files))
-				t.files = append(t.files, fixJoin(compDir, e.File.Name))
+				name, ok := names[e.File]
+				if !ok {
+					name = fixJoin(compDir, e.File.Name)
+				}
+				t.files = append(t.files, name)
 				fileIdx[e.File] = i
 			}
 			fi = i
@@ -312,6 +328,9 @@ func (s *Set) LocateCode(pc uint64) (target.CodeLocation, error) {
 	loc.File, loc.Line, cu, ok = o.lineAt(pc)
 	if ok {
 		loc.Inline = o.inlineAt(cu, pc, loc.File, loc.Line, loc.Function)
+		if n := o.fortranName(cu, loc.Entry); n != "" && loc.Entry != 0 {
+			loc.Name = n
+		}
 	}
 	return loc, nil
 }

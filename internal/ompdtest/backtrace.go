@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,10 +140,15 @@ func frameAt(bt *ompd.Backtrace, cfa uint64) (ompd.Frame, bool) {
 	return ompd.Frame{}, false
 }
 
-// FixtureSource reports whether file is one of the fixtures' sources.
+// FixtureSource reports whether file is one of the fixtures' sources (C,
+// C++ or Fortran).
 func FixtureSource(file string) bool {
 	dir := filepath.Base(filepath.Dir(file))
-	return dir == "testdata" && (strings.HasSuffix(file, ".c") || strings.HasSuffix(file, ".h"))
+	switch filepath.Ext(file) {
+	case ".c", ".h", ".cc", ".f90":
+		return dir == "testdata"
+	}
+	return false
 }
 
 // currentDepths maps thread ids to the depth of their current task below

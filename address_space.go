@@ -1,6 +1,8 @@
 package ompd
 
 import (
+	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -214,9 +216,9 @@ type Breakpoints struct {
 	DLLLocationsValid Breakpoint
 }
 
-// All returns the breakpoints in a slice, in declaration order.
-func (b Breakpoints) All() []Breakpoint {
-	return []Breakpoint{b.ParallelBegin, b.ParallelEnd, b.TaskBegin, b.TaskEnd, b.ThreadBegin, b.ThreadEnd, b.DLLLocationsValid}
+// All enumerates the breakpoints, in declaration order.
+func (b Breakpoints) All() iter.Seq[Breakpoint] {
+	return slices.Values([]Breakpoint{b.ParallelBegin, b.ParallelEnd, b.TaskBegin, b.TaskEnd, b.ThreadBegin, b.ThreadEnd, b.DLLLocationsValid})
 }
 
 // Breakpoints returns the addresses of the runtime's breakpoint functions.

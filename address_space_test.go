@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,7 +75,7 @@ func TestFakeBreakpoints(t *testing.T) {
 		require.NoError(t, err)
 		names := []string{"ompd_bp_parallel_begin", "ompd_bp_parallel_end", "ompd_bp_task_begin", "ompd_bp_task_end",
 			"ompd_bp_thread_begin", "ompd_bp_thread_end", "ompd_dll_locations_valid"}
-		all := bps.All()
+		all := slices.Collect(bps.All())
 		require.Len(t, all, len(names))
 		for i, n := range names {
 			assert.Equal(t, n, all[i].Name)

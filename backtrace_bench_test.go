@@ -25,7 +25,7 @@ func BenchmarkBacktrace(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func BenchmarkBacktraceCold(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				threads, err := as.Threads()
+				threads, err := ompd.Collect(as.Threads())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -22,7 +22,7 @@ func ExampleThread_Backtrace() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	threads, err := as.Threads()
+	threads, err := ompd.Collect(as.Threads())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func FuzzBacktraceRegisters(f *testing.F) {
 		fr := &fuzzedRegisters{Core: c, pc: pc, sp: sp, fp: fp, bx: bx, mode: mode}
 		as, err := ompd.Open(fr)
 		require.NoError(t, err)
-		ths, err := as.Threads()
+		ths, err := ompd.Collect(as.Threads())
 		require.NoError(t, err)
 		for _, th := range ths {
 			bt, err := th.Backtrace(context.Background(), ompd.MaxFrames(64))
@@ -286,7 +286,7 @@ func TestBacktraceStrippedRuntime(t *testing.T) {
 // as one at a time.
 func TestBacktraceConcurrent(t *testing.T) {
 	_, first := openCore(t, fixtures.Many, "8")
-	ths, err := first.Threads()
+	ths, err := ompd.Collect(first.Threads())
 	require.NoError(t, err)
 	want := map[int][]ompd.Frame{}
 	for _, th := range ths {
@@ -295,7 +295,7 @@ func TestBacktraceConcurrent(t *testing.T) {
 		want[th.GTID()] = bt.Frames
 	}
 	_, as := openCore(t, fixtures.Many, "8")
-	threads, err := as.Threads()
+	threads, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*len(threads))

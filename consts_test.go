@@ -2,6 +2,7 @@ package ompd_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,7 +18,7 @@ func TestConstantsMatchTheBoundary(t *testing.T) {
 	// The scopes are ompd_scope_t's values; the ICV ids libompd 19's.
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, []int{int(ompd.ScopeGlobal), int(ompd.ScopeAddressSpace),
 		int(ompd.ScopeThread), int(ompd.ScopeParallel), int(ompd.ScopeImplicitTask), int(ompd.ScopeTask)})
-	assert.Len(t, ompd.AllICVs(), 32)
+	assert.Len(t, slices.Collect(ompd.AllICVs()), 32)
 	assert.Equal(t, 1, int(ompd.ICVDynVar))
 	assert.Equal(t, 7, int(ompd.ICVNthreadsVar))
 	assert.Equal(t, 30, int(ompd.ICVOMPDTeamSizeVar))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -162,7 +163,7 @@ func TestAddressSpaceOnCore(t *testing.T) {
 	require.NoError(t, err)
 	sym, ok := as.Target().(target.Symbolizer)
 	require.True(t, ok, "target/core names code addresses")
-	for _, bp := range bps.All() {
+	for bp := range bps.All() {
 		require.NotZero(t, bp.Addr, bp.Name)
 		name, ok := sym.SymbolAt(bp.Addr)
 		require.True(t, ok, bp.Name)
@@ -214,9 +215,9 @@ func TestAddressSpaceOnCore(t *testing.T) {
 	defer c2.Close()
 	as2, err := ompd.Open(c2)
 	require.NoError(t, err)
-	t1, err := as.Threads()
+	t1, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
-	t2, err := as2.Threads()
+	t2, err := ompd.Collect(as2.Threads())
 	require.NoError(t, err)
 	assert.False(t, t1[0].Equal(t2[0]))
 	assert.Equal(t, t1[0].String(), t2[0].String(), "string ids are stable")
@@ -259,7 +260,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestEnumerations(t *testing.T) {
-	states := ompd.States()
+	states := slices.Collect(ompd.States())
 	assert.Contains(t, states, ompd.StateWaitBarrierImplementation)
 	assert.Contains(t, states, ompd.StateWaitBarrierTeams)
 	assert.Equal(t, ompd.StateUndefined, states[0])
@@ -270,7 +271,7 @@ func TestEnumerations(t *testing.T) {
 	}
 	assert.Len(t, names, len(states))
 
-	icvs := ompd.AllICVs()
+	icvs := slices.Collect(ompd.AllICVs())
 	assert.Len(t, icvs, 32, "every ICV of LLVM's libompd 19, then OpenMP 5.1's two teams ICVs")
 	for i, id := range icvs {
 		assert.Equal(t, ompd.ICV(i+1), id, "ids in libompd's order, then the teams ICVs")

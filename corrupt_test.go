@@ -29,7 +29,7 @@ func TestFakeAbsurdCounts(t *testing.T) {
 				s, as := fakeOpenNested(t, cfg)
 				s.RT.SetCapacityValue(c.capacity)
 				as.Refresh()
-				_, err := as.Threads()
+				_, err := ompd.Collect(as.Threads())
 				assert.ErrorIs(t, err, c.want, "capacity %d", c.capacity)
 				_, err = as.ThreadByOSThread(ompd.PthreadID, s.Threads[0].Pthread)
 				assert.ErrorIs(t, err, c.want, "capacity %d", c.capacity)
@@ -41,7 +41,7 @@ func TestFakeAbsurdCounts(t *testing.T) {
 			s.RT.SetCapacityValue(0)
 			s.RT.SetGlobal("__kmp_all_nth", 0)
 			as.Refresh()
-			ths, err := as.Threads()
+			ths, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			assert.Empty(t, ths)
 			_, err = th.Num()
@@ -54,7 +54,7 @@ func TestFakeAbsurdCounts(t *testing.T) {
 				s, as := fakeOpenNested(t, cfg)
 				set(s)
 				as.Refresh()
-				ths, err := as.Threads()
+				ths, err := ompd.Collect(as.Threads())
 				return ths, err, s
 			}
 			garbage := func(s *fakeruntime.Scenario, from, to int) {
@@ -262,7 +262,7 @@ func TestFakeNullAndUnmappedPointers(t *testing.T) {
 				// The thread table.
 				s.RT.SetThreadsEntry(4, ptr)
 				as.Refresh()
-				ths, err := as.Threads()
+				ths, err := ompd.Collect(as.Threads())
 				require.NoError(t, err)
 				if ptr == 0 {
 					assert.Len(t, ths, 4)
@@ -276,7 +276,7 @@ func TestFakeNullAndUnmappedPointers(t *testing.T) {
 				}
 				s.RT.SetGlobal("__kmp_threads", int64(ptr))
 				as.Refresh()
-				ths, err = as.Threads()
+				ths, err = ompd.Collect(as.Threads())
 				if ptr == 0 {
 					require.NoError(t, err)
 					assert.Empty(t, ths)
@@ -335,7 +335,7 @@ func fakeWalk(as *ompd.AddressSpace, limit int, onErr func(what string, err erro
 		}
 	}
 	scope := func(sc ompd.Scope) {
-		for _, id := range ompd.AllICVs() {
+		for id := range ompd.AllICVs() {
 			if id.Scope() != sc.ScopeKind() {
 				continue
 			}
@@ -359,7 +359,7 @@ func fakeWalk(as *ompd.AddressSpace, limit int, onErr func(what string, err erro
 	rec("thread limit %d %v", lim, err)
 	np, err := as.NumProcs()
 	rec("num procs %d %v", np, err)
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	rec("threads %d %v", len(ths), err)
 	visitTask := func(tk ompd.Task) {
 		k, err := tk.Kind()

@@ -40,7 +40,7 @@ func ExampleOpen() {
 
 func ExampleAddressSpace_Threads() {
 	as, _ := ompd.Open(stoppedProgram())
-	threads, _ := as.Threads()
+	threads, _ := ompd.Collect(as.Threads())
 	for _, th := range threads {
 		lwp, _ := th.OSThread(ompd.LWPID)
 		state, wait, err := th.State()
@@ -246,7 +246,7 @@ func ExampleThread_StateInferred() {
 		return
 	}
 	defer as.Close()
-	threads, _ := as.Threads()
+	threads, _ := ompd.Collect(as.Threads())
 	state, _, err := threads[0].State()
 	if err != nil {
 		// libgomp: the thread's stack did not tell.

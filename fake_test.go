@@ -64,7 +64,7 @@ func fakeOpenNested(t *testing.T, cfg fakeruntime.Config) (*fakeruntime.Scenario
 // fakeThreads returns the address space's threads by gtid.
 func fakeThreads(t *testing.T, as *ompd.AddressSpace) map[int]ompd.Thread {
 	t.Helper()
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	out := make(map[int]ompd.Thread)
 	for _, th := range ths {

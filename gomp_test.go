@@ -40,7 +40,7 @@ func TestGompThroughAPI(t *testing.T) {
 				} else {
 					assert.Equal(t, ompd.LayoutDWARF, rt.Layout)
 				}
-				threads, err := as.Threads()
+				threads, err := ompd.Collect(as.Threads())
 				require.NoError(t, err)
 				require.Len(t, threads, len(stop.Truth.Threads))
 				for _, th := range threads {
@@ -107,7 +107,7 @@ func TestGCCProgramOnLLVM(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.GCCOnLLVM(t), fixtures.Nested)
 	as := openStop(t, stop)
 	assert.Equal(t, "LLVM libomp", as.Runtime().Name)
-	threads, err := as.Threads()
+	threads, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	require.Len(t, threads, len(stop.Truth.Threads))
 	for _, th := range threads {
@@ -156,7 +156,7 @@ func TestBothRuntimesLoaded(t *testing.T) {
 			assert.Equal(t, c.used, rt.Name)
 			require.Len(t, rt.AlsoLoaded, 1)
 			assert.Contains(t, rt.AlsoLoaded[0], c.other)
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			assert.Len(t, threads, len(stop.Truth.Threads))
 		})
@@ -211,7 +211,7 @@ func TestGompListAndTextICVs(t *testing.T) {
 				assert.Less(t, len(err.Error()), 2000, "%v", err)
 			}
 
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			require.Len(t, threads, len(truth.Threads))
 			for _, th := range threads {
@@ -405,7 +405,7 @@ func TestGompUnsupportedAndTasks(t *testing.T) {
 			assert.ErrorIs(t, err, ompd.ErrUnsupported, "DLL locations")
 
 			deferred := map[string]bool{}
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			for _, th := range threads {
 				lwp, err := th.OSThread(ompd.LWPID)

@@ -121,7 +121,7 @@ func TestCoreChangesUnderReader(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.Truncate(p, size))
 		as.Refresh()
-		_, err = as.Threads()
+		_, err = ompd.Collect(as.Threads())
 		assert.Error(t, err, "size %d", size)
 		snap, err := as.Snapshot(t.Context())
 		if err == nil {

@@ -3,6 +3,7 @@ package ompd
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -113,12 +114,14 @@ func (i ICV) String() string {
 // AllICVs enumerates every ICV this package knows, in id order (LLVM's
 // libompd's ids). AddressSpace.ICVs gives those a runtime has
 // (ompd_enumerate_icvs).
-func AllICVs() []ICV {
-	out := make([]ICV, 0, icvEnd-1)
-	for i := ICV(1); i < icvEnd; i++ {
-		out = append(out, i)
+func AllICVs() iter.Seq[ICV] {
+	return func(yield func(ICV) bool) {
+		for i := ICV(1); i < icvEnd; i++ {
+			if !yield(i) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // ICVByName returns the ICV with the given name (or alias).
@@ -141,13 +144,14 @@ func ICVByName(name string) (ICV, bool) {
 // (ompd_enumerate_icvs): every ICV of AllICVs for LLVM's runtime (the
 // teams ICVs from LLVM 12 on). Reading one the runtime does not have
 // gives an error matching ErrUnsupported.
-func (as *AddressSpace) ICVs() []ICV {
-	ids := as.rt.ICVs()
-	out := make([]ICV, len(ids))
-	for i, id := range ids {
-		out[i] = ICV(id)
+func (as *AddressSpace) ICVs() iter.Seq[ICV] {
+	return func(yield func(ICV) bool) {
+		for _, id := range as.rt.ICVs() {
+			if !yield(ICV(id)) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // Scope is a handle ICVs are read from: *AddressSpace, Thread, Parallel or

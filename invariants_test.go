@@ -233,7 +233,7 @@ func TestThreadLookupsOncePerStop(t *testing.T) {
 	c := &threadListCounter{Target: s.T}
 	as, err := ompd.Open(c)
 	require.NoError(t, err)
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	for round := 0; round < 2; round++ {
 		for _, th := range ths {

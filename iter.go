@@ -100,6 +100,24 @@ func (p Parallel) Threads() iter.Seq2[Thread, error] {
 	}
 }
 
+// Collect gathers what a walk yields, in order (for instance every thread,
+// slices.Collect's counterpart for walks that can fail):
+//
+//	threads, err := ompd.Collect(as.Threads())
+//
+// An error ends the walk; Collect returns it with the elements yielded
+// before it.
+func Collect[V any](seq iter.Seq2[V, error]) ([]V, error) {
+	var out []V
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // follow makes the handle (mk) of what a record links to, after the
 // record's own error and the link's.
 func follow[D, R, H any](d D, err error, link func(D) (R, error), mk func(R) H) (H, error) {

@@ -156,3 +156,55 @@ var (
 	errAfterErr = errors.New("the walk went on after an error")
 	errNotZero  = errors.New("an error came with a handle that is not zero")
 )
+
+// TestThreadsWalk: the address space's threads are a walk like the
+// others: every thread once, in gtid order, stopping when the loop does;
+// Collect gathers them, and a closed address space yields its error once.
+func TestThreadsWalk(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		_, as := fakeOpenNested(t, cfg)
+		ths, err := ompd.Collect(as.Threads())
+		require.NoError(t, err)
+		require.Greater(t, len(ths), 2)
+		for i := 1; i < len(ths); i++ {
+			assert.Less(t, ths[i-1].GTID(), ths[i].GTID())
+		}
+		n := 0
+		for th, err := range as.Threads() {
+			require.NoError(t, err)
+			assert.Equal(t, ths[n], th)
+			if n++; n == 2 {
+				break
+			}
+		}
+		assert.Equal(t, 2, n)
+
+		require.NoError(t, as.Close())
+		got, errs := collect(as.Threads())
+		assert.Empty(t, got)
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], ompd.ErrStaleHandle)
+		got, err = ompd.Collect(as.Threads())
+		assert.Empty(t, got)
+		assert.ErrorIs(t, err, ompd.ErrStaleHandle)
+	})
+}
+
+// TestCollect: Collect returns what a walk yields before an error, with
+// the error.
+func TestCollect(t *testing.T) {
+	boom := errors.New("boom")
+	seq := func(yield func(int, error) bool) {
+		for i := range 3 {
+			if !yield(i, nil) {
+				return
+			}
+		}
+		if yield(0, boom) {
+			t.Error("Collect went on after the error")
+		}
+	}
+	got, err := ompd.Collect(seq)
+	assert.Equal(t, []int{0, 1, 2}, got)
+	assert.ErrorIs(t, err, boom)
+}

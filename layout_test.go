@@ -131,7 +131,7 @@ func TestFakeMissingSymbols(t *testing.T) {
 		}
 		_, err = as.OpenMPVersion()
 		assert.ErrorIs(t, err, ompd.ErrIncompatible)
-		_, err = as.Threads()
+		_, err = ompd.Collect(as.Threads())
 		assert.ErrorIs(t, err, ompd.ErrIncompatible)
 		_, err = as.ICVString(ompd.ICVAffinityFormatVar)
 		assert.ErrorIs(t, err, ompd.ErrIncompatible)

@@ -35,7 +35,7 @@ func TestNoOMPDRuntimeCores(t *testing.T) {
 			ompdtest.CheckStructure(t, as, stop.Truth)
 			// No state tracking: State fails, and the state it gives
 			// with the error is undefined, not work_serial.
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			for _, th := range threads {
 				st, wait, err := th.State()

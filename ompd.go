@@ -16,12 +16,20 @@
 //
 //	as, err := ompd.Open(t)
 //	...
-//	threads, err := as.Threads()
-//	for _, th := range threads {
+//	for th, err := range as.Threads() {
+//		if err != nil {
+//			return err
+//		}
 //		state, wait, _ := th.State()
 //		par, _ := th.CurrentParallel()
 //		...
 //	}
+//
+// Every collection is an iterator: walks that read the target, which can
+// fail, are iter.Seq2 of a value and an error (Threads, Thread.Regions,
+// Thread.Tasks, Parallel.Threads, ...), which end after yielding an error;
+// [Collect] gathers one in a slice. Enumerations of constants (AllICVs,
+// States) are iter.Seq.
 //
 // Handles ([Thread], [Parallel], [Task]) are small comparable values: ==
 // and map keys work, Equal compares across address spaces safely, and

@@ -32,11 +32,10 @@ func readmeShow(w io.Writer, exe, corefile string) error {
 	if err != nil {
 		return err // errors.Is(err, ompd.ErrNoRuntime) for a program without OpenMP
 	}
-	threads, err := as.Threads()
-	if err != nil {
-		return err
-	}
-	for _, th := range threads {
+	for th, err := range as.Threads() { // every OpenMP thread
+		if err != nil {
+			return err // the thread table could not be read
+		}
 		state, wait, err := th.State()
 		if err != nil {
 			// No OMP_DEBUG=enabled (libomp), or a libgomp stack that does not tell.
@@ -95,7 +94,7 @@ func TestREADMEShowOnSystemGomp(t *testing.T) {
 			var out bytes.Buffer
 			require.NoError(t, readmeShow(&out, stop.Exe, stop.Core))
 			as := openStop(t, stop)
-			threads, err := as.Threads()
+			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)
 			require.Len(t, threads, len(stop.Truth.Threads))
 			blocks := strings.Split(out.String(), "\n")

@@ -431,7 +431,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	info := as.rt.Info()
 	s := &Snapshot{LayoutSource: LayoutSource(info.Layout), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
 	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{}, regs: map[omprt.Ref]ParallelSnapshot{}}
-	for _, id := range as.ICVs() {
+	for id := range as.ICVs() {
 		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
 	}
 	sn.nThICVs = len(sn.byScope[ScopeThread]) + len(sn.byScope[ScopeTask])
@@ -446,17 +446,18 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	s.DisplayVars, err = as.DisplayControlVars()
 	sn.note("", "display control variables", err)
 	if bps, err := as.Breakpoints(); err == nil {
-		s.Breakpoints = bps.All()
+		s.Breakpoints = slices.Collect(bps.All())
 	} else {
 		sn.note("", "breakpoints", err)
 	}
-	threads, err := as.Threads()
+	refs, err := as.threadRefs()
 	if err != nil {
 		return nil, err
 	}
-	s.Threads = make([]ThreadSnapshot, 0, len(threads))
-	sn.block = max(len(threads), 16)
-	for _, th := range threads {
+	s.Threads = make([]ThreadSnapshot, 0, len(refs))
+	sn.block = max(len(refs), 16)
+	for _, r := range refs {
+		th := Thread{as: as, ref: r}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

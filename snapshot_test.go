@@ -69,7 +69,7 @@ func TestFakeSnapshotICVs(t *testing.T) {
 		_, as := fakeOpenNested(t, cfg)
 		snap, err := as.Snapshot(context.Background())
 		require.NoError(t, err)
-		threads, err := as.Threads()
+		threads, err := ompd.Collect(as.Threads())
 		require.NoError(t, err)
 		require.Len(t, snap.Threads, len(threads))
 		n := 0
@@ -283,7 +283,7 @@ func TestEnumText(t *testing.T) {
 		require.NoError(t, err, "%s", b)
 		assert.Equal(t, v, got)
 	}
-	for _, s := range append(ompd.States(), ompd.State(7)) {
+	for _, s := range append(slices.Collect(ompd.States()), ompd.State(7)) {
 		check(s, func(b []byte) (any, error) { var v ompd.State; err := v.UnmarshalText(b); return v, err })
 	}
 	for _, k := range []ompd.ScopeKind{ompd.ScopeGlobal, ompd.ScopeAddressSpace, ompd.ScopeThread, ompd.ScopeParallel, ompd.ScopeImplicitTask, ompd.ScopeTask, 9} {
@@ -295,7 +295,7 @@ func TestEnumText(t *testing.T) {
 	for _, w := range []ompd.WaitKind{ompd.WaitNone, ompd.WaitTaskwait, ompd.WaitTaskgroup, ompd.WaitBarrier, ompd.WaitParallel} {
 		check(w, func(b []byte) (any, error) { var v ompd.WaitKind; err := v.UnmarshalText(b); return v, err })
 	}
-	for _, i := range append(ompd.AllICVs(), 99) {
+	for _, i := range append(slices.Collect(ompd.AllICVs()), 99) {
 		check(i, func(b []byte) (any, error) { var v ompd.ICV; err := v.UnmarshalText(b); return v, err })
 	}
 	for _, k := range []ompd.TaskKind{0, ompd.TaskInitial | ompd.TaskImplicit, ompd.TaskExplicit | ompd.TaskUntied | ompd.TaskFinal | 0x40} {

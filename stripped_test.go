@@ -105,7 +105,7 @@ func TestStrippedRuntimeByBuildID(t *testing.T) {
 			require.NoError(t, err)
 			sym, ok := as.Target().(target.Symbolizer)
 			require.True(t, ok)
-			for _, bp := range bps.All() {
+			for bp := range bps.All() {
 				got, ok := sym.SymbolAt(bp.Addr)
 				assert.True(t, ok, bp.Name)
 				assert.Equal(t, bp.Name, got)
@@ -221,7 +221,7 @@ func TestStrippedRuntimeDebuginfod(t *testing.T) {
 	// A second core opened with the same client uses the cache.
 	_, as2, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
 	require.NoError(t, err)
-	_, err = as2.Threads()
+	_, err = ompd.Collect(as2.Threads())
 	require.NoError(t, err)
 	assert.Equal(t, 1, srv.count(s.BuildID), "the second open reads the cache")
 
@@ -230,7 +230,7 @@ func TestStrippedRuntimeDebuginfod(t *testing.T) {
 	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
 	_, as3, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfodFromEnv())
 	require.NoError(t, err)
-	_, err = as3.Threads()
+	_, err = ompd.Collect(as3.Threads())
 	require.NoError(t, err)
 	assert.Equal(t, 2, srv.count(s.BuildID), "a new cache downloads again")
 }

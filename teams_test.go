@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -268,8 +269,8 @@ func TestTeamsICVs(t *testing.T) {
 	require.Positive(t, truth.MaxTeams, "the fixture recorded omp_get_max_teams()")
 	require.Positive(t, truth.TeamsThreadLimit, "the fixture recorded omp_get_teams_thread_limit()")
 	as := openStop(t, stop)
-	assert.Contains(t, as.ICVs(), ompd.ICVNteamsVar)
-	assert.Contains(t, as.ICVs(), ompd.ICVTeamsThreadLimitVar)
+	assert.Contains(t, slices.Collect(as.ICVs()), ompd.ICVNteamsVar)
+	assert.Contains(t, slices.Collect(as.ICVs()), ompd.ICVTeamsThreadLimitVar)
 	for id, want := range map[ompd.ICV]int64{ompd.ICVNteamsVar: int64(truth.MaxTeams), ompd.ICVTeamsThreadLimitVar: int64(truth.TeamsThreadLimit)} {
 		assert.Equal(t, ompd.ScopeAddressSpace, id.Scope())
 		byName, ok := ompd.ICVByName(id.Name())
@@ -281,7 +282,7 @@ func TestTeamsICVs(t *testing.T) {
 		s, err := as.ICVString(id)
 		require.NoError(t, err)
 		assert.Equal(t, strconv.FormatInt(want, 10), s)
-		th, err := as.Threads()
+		th, err := ompd.Collect(as.Threads())
 		require.NoError(t, err)
 		_, err = th[0].ICV(id)
 		assert.ErrorIs(t, err, ompd.ErrBadInput, "%v is not a thread ICV", id)
@@ -322,7 +323,7 @@ func TestTeamsICVsGomp(t *testing.T) {
 			} {
 				want := strconv.Itoa(c.want)
 				assert.Equal(t, want, truth.Env[c.env], "the environment set %v", id)
-				assert.Contains(t, as.ICVs(), id)
+				assert.Contains(t, slices.Collect(as.ICVs()), id)
 				n, err := as.ICV(id)
 				s, serr := as.ICVString(id)
 				if !globals {

@@ -34,7 +34,7 @@ func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText sets s to the state named text (as String names it).
 func (s *State) UnmarshalText(text []byte) (err error) {
-	*s, err = parseEnum("State", text, States(), State.String)
+	*s, err = parseEnum("State", text, states[:], State.String)
 	return err
 }
 

@@ -1,6 +1,11 @@
 package ompd
 
-import "github.com/ompd-go/ompd/internal/omprt"
+import (
+	"iter"
+	"slices"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+)
 
 // Thread is an OpenMP thread (ompd_thread_handle_t): one entry of the
 // runtime's threads (a kmp_info_t in LLVM's libomp, a gomp_thread in GCC's
@@ -55,23 +60,41 @@ func (t Thread) data() (*omprt.ThreadData, error) {
 	return d, nil
 }
 
-// Threads returns every OpenMP thread of the runtime, in gtid order
-// (ompd_get_threads). Threads idle in the runtime's pool are included. A
-// thread whose runtime structure cannot be read is listed too; its
-// methods return the error.
-func (as *AddressSpace) Threads() ([]Thread, error) {
+// Threads walks every OpenMP thread of the runtime, in gtid order
+// (ompd_get_threads):
+//
+//	for th, err := range as.Threads() {
+//		if err != nil {
+//			return err // the thread table could not be read
+//		}
+//		...
+//	}
+//
+// Threads idle in the runtime's pool are included. A thread whose runtime
+// structure cannot be read is yielded too; its methods return the error.
+// An error reading the runtime's thread table is yielded once, with a
+// zero Thread, and ends the walk. Collect gathers the threads in a slice.
+func (as *AddressSpace) Threads() iter.Seq2[Thread, error] {
+	return func(yield func(Thread, error) bool) {
+		refs, err := as.threadRefs()
+		if err != nil {
+			yield(Thread{}, err)
+			return
+		}
+		for _, r := range refs {
+			if !yield(Thread{as: as, ref: r}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// threadRefs lists the runtime's threads.
+func (as *AddressSpace) threadRefs() ([]omprt.ThreadRef, error) {
 	if err := as.check(); err != nil {
 		return nil, err
 	}
-	refs, err := as.rt.Threads()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Thread, len(refs))
-	for i, r := range refs {
-		out[i] = Thread{as: as, ref: r}
-	}
-	return out, nil
+	return as.rt.Threads()
 }
 
 // ThreadID kinds (ompd_thread_id_t) for ThreadByOSThread and OSThread.
@@ -288,15 +311,16 @@ func (s State) IsWait() bool { return s >= 0x010 && s < 0x100 }
 
 // States enumerates every thread state of the OpenMP specification
 // (ompd_enumerate_states), undefined first as the specification orders them.
-func States() []State {
-	return []State{
-		StateUndefined, StateWorkSerial, StateWorkParallel, StateWorkReduction,
-		StateWaitBarrier, StateWaitBarrierImplicitParallel, StateWaitBarrierImplicitWorkshare,
-		StateWaitBarrierImplicit, StateWaitBarrierExplicit, StateWaitBarrierImplementation,
-		StateWaitBarrierTeams, StateWaitTaskwait, StateWaitTaskgroup, StateWaitMutex, StateWaitLock,
-		StateWaitCritical, StateWaitAtomic, StateWaitOrdered, StateWaitTarget, StateWaitTargetMap,
-		StateWaitTargetUpdate, StateIdle, StateOverhead,
-	}
+func States() iter.Seq[State] { return slices.Values(states[:]) }
+
+// states are the states States enumerates.
+var states = [...]State{
+	StateUndefined, StateWorkSerial, StateWorkParallel, StateWorkReduction,
+	StateWaitBarrier, StateWaitBarrierImplicitParallel, StateWaitBarrierImplicitWorkshare,
+	StateWaitBarrierImplicit, StateWaitBarrierExplicit, StateWaitBarrierImplementation,
+	StateWaitBarrierTeams, StateWaitTaskwait, StateWaitTaskgroup, StateWaitMutex, StateWaitLock,
+	StateWaitCritical, StateWaitAtomic, StateWaitOrdered, StateWaitTarget, StateWaitTargetMap,
+	StateWaitTargetUpdate, StateIdle, StateOverhead,
 }
 
 // WaitID identifies what a waiting thread waits for (ompt_wait_id_t): the

@@ -15,7 +15,7 @@ import (
 func TestFakeThreads(t *testing.T) {
 	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
 		s, as := fakeOpenNested(t, cfg)
-		ths, err := as.Threads()
+		ths, err := ompd.Collect(as.Threads())
 		require.NoError(t, err)
 		require.Len(t, ths, len(s.Threads))
 		for i, th := range ths {

@@ -541,7 +541,7 @@ func (s *session) addressSpace() {
 	}
 	d.check("as.icvs", where, answer{val: strings.Join(o, " ")}, theirs(strings.Join(l, " "), err), nil)
 	o, l = nil, nil
-	for _, st := range ompd.States() {
+	for st := range ompd.States() {
 		o = append(o, fmt.Sprintf("%#x:%v", int64(st), st))
 	}
 	states, err := s.las.States()
@@ -740,7 +740,7 @@ func icvQuestion(name, class string, tr icvTruth) (question string, intTr, strTr
 // the program's truth alone: for a task libompd's chain skips, where
 // libompd has no answer to compare.
 func (s *session) ourICVs(where string, scope ompd.ScopeKind, o ompd.Scope, tr icvTruth) {
-	for _, id := range ompd.AllICVs() {
+	for id := range ompd.AllICVs() {
 		if id.Scope() != scope {
 			continue
 		}
@@ -1682,7 +1682,7 @@ func (s *session) taskTruth(info *taskInfo) icvTruth {
 // in package ompd's TestTeamsICVs).
 func libompdICVs() []ompd.ICV {
 	var out []ompd.ICV
-	for _, id := range ompd.AllICVs() {
+	for id := range ompd.AllICVs() {
 		if id <= ompd.ICVOMPDTeamSizeVar {
 			out = append(out, id)
 		}

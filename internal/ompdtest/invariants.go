@@ -62,7 +62,7 @@ func Invariants(as *ompd.AddressSpace) []string {
 	if err == nil {
 		out = append(out, checkSnapshot(snap)...)
 	}
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	out = append(out, SentinelProblems("threads", err)...)
 	reported := make(map[string]bool)
 	if snap != nil {

@@ -54,7 +54,7 @@ func check(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tracking 
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, v, 201511, "_OPENMP of the runtime")
 
-	all, err := as.Threads()
+	all, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(all), len(truth.Threads), "OpenMP threads")
 	for i := 1; i < len(all); i++ {
@@ -434,7 +434,7 @@ func checkICVs(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *f
 	af, err := as.ICVString(ompd.ICVAffinityFormatVar)
 	require.NoError(t, err)
 	assert.Equal(t, icv.AffinityFormat, af)
-	if slices.Contains(as.ICVs(), ompd.ICVTeamsThreadLimitVar) {
+	if slices.Contains(slices.Collect(as.ICVs()), ompd.ICVTeamsThreadLimitVar) {
 		ttl, err := as.ICV(ompd.ICVTeamsThreadLimitVar)
 		require.NoError(t, err)
 		assert.Equal(t, int64(icv.TeamsThreadLimit), ttl, "teams-thread-limit-var is omp_get_teams_thread_limit()")
@@ -451,7 +451,7 @@ func checkICVs(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *f
 
 	// Every ICV reads at its own scope, in both forms where it has them,
 	// and nowhere else.
-	for _, id := range ompd.AllICVs() {
+	for id := range ompd.AllICVs() {
 		var sc ompd.Scope
 		switch id.Scope() {
 		case ompd.ScopeAddressSpace:

@@ -276,7 +276,7 @@ func TestCoreThreadTableBounds(t *testing.T) {
 	sysOff, sysMax := global("__kmp_sys_max_nth")
 	clean, err := ompd.Open(m.clean)
 	require.NoError(t, err)
-	ths, err := clean.Threads()
+	ths, err := ompd.Collect(clean.Threads())
 	require.NoError(t, err)
 	clean.Close()
 	assert.LessOrEqual(t, capacity, sysMax, "the runtime keeps the capacity within __kmp_sys_max_nth")
@@ -297,7 +297,7 @@ func TestCoreThreadTableBounds(t *testing.T) {
 		ov := &overlay{base: m.data, size: int64(len(m.data)), patches: []patch{{off: c.off, data: le.AppendUint32(nil, c.v)}}}
 		as, err := ompd.Open(m.clean.withReader(ov))
 		require.NoError(t, err, c.name)
-		_, err = as.Threads()
+		_, err = ompd.Collect(as.Threads())
 		assert.ErrorIs(t, err, ompd.ErrCorrupt, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 		_, err = as.Snapshot(t.Context())

@@ -217,7 +217,7 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 			add("kmp_info_t", p, size("kmp_info_t"))
 		}
 	}
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	teams, tasks := make(map[uint64]bool), make(map[uint64]bool)
 	for _, th := range ths {

@@ -677,7 +677,7 @@ func TestNewSession(t *testing.T) {
 	as.Refresh()
 	_, err = tg.Threads()
 	assert.ErrorIs(t, err, ErrExited)
-	_, err = as.Threads()
+	_, err = ompd.Collect(as.Threads())
 	assert.Error(t, err)
 }
 
@@ -709,7 +709,7 @@ func TestLiveDeaths(t *testing.T) {
 			assert.Empty(t, snap.Threads, "a snapshot of a gone process: %+v", snap)
 		}
 		assert.ErrorIs(t, err, want)
-		_, err = as.Threads()
+		_, err = ompd.Collect(as.Threads())
 		assert.ErrorIs(t, err, want)
 		_, err = p.Threads()
 		assert.ErrorIs(t, err, want)

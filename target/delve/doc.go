@@ -19,7 +19,7 @@
 //	defer p.Kill()
 //	_, err = p.RunToFunction(ctx, "stopme")
 //	as, err := ompd.Open(p)
-//	threads, err := as.Threads()
+//	threads, err := ompd.Collect(as.Threads())
 //
 // Symbols (global and local, from .symtab and .dynsym of the executable and
 // every library Delve lists as loaded, at its load bias), DWARF type sizes

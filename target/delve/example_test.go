@@ -27,7 +27,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	threads, err := as.Threads()
+	threads, err := ompd.Collect(as.Threads())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func regionStops(t *testing.T, env []string) {
 		require.NoError(t, err, what)
 		assert.Empty(t, snap.Errors, what)
 
-		ths, err := as.Threads()
+		ths, err := ompd.Collect(as.Threads())
 		require.NoError(t, err, what)
 		for _, th := range ths {
 			if checkThreadNum(t, th, what) && mark {

@@ -296,7 +296,7 @@ func TestRunning(t *testing.T) {
 	require.NoError(t, err)
 	defer as.Close()
 	tr := s.Truth(t)
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	assert.Len(t, ths, len(tr.Threads), "OpenMP threads at the halt")
 }
@@ -462,7 +462,7 @@ func TestGomp(t *testing.T) {
 	as, err := ompd.Open(tgt)
 	require.NoError(t, err)
 	defer as.Close()
-	ths, err := as.Threads()
+	ths, err := ompd.Collect(as.Threads())
 	require.NoError(t, err)
 	assert.Len(t, ths, len(tr.Threads))
 	for _, tt := range tr.Threads {

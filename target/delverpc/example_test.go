@@ -23,7 +23,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer as.Close()
-	threads, err := as.Threads()
+	threads, err := ompd.Collect(as.Threads())
 	if err != nil {
 		log.Fatal(err)
 	}

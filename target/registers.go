@@ -3,19 +3,27 @@ package target
 import (
 	"debug/elf"
 	"fmt"
+	"math/bits"
+
+	"github.com/ompd-go/ompd/internal/arch"
 )
 
 // MaxRegisters is the number of DWARF register numbers a Registers value
 // holds (0 to MaxRegisters-1): every general register of the machines
-// ompd-go knows (x86-64 uses 0 to 16).
-const MaxRegisters = 64
+// ompd-go knows, and the ones their call-frame information restores
+// (x86-64 uses 0 to 16, aarch64 0 to 32, ppc64 its link register at 65
+// and s390x its PSW address at 65).
+const MaxRegisters = 128
 
 // Registers is a register set of one thread, or of one of its call frames,
 // numbered as DWARF numbers registers on the machine (for x86-64 the System
 // V AMD64 psABI numbering: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
-// 7 rsp, 8 to 15 r8 to r15, 16 the return address, that is rip). A register
-// is known or not: unwinding a frame loses the registers its call-frame
-// information does not restore.
+// 7 rsp, 8 to 15 r8 to r15, 16 the return address, that is rip; for
+// aarch64 0 to 30 x0 to x30, 31 sp, 32 pc; for ppc64 0 to 31 r0 to r31, 65
+// lr, 66 ctr, and its instruction address, which DWARF does not number, at
+// 120; for s390x 0 to 15 r0 to r15, 64 and 65 the PSW's mask and address).
+// A register is known or not: unwinding a frame loses the registers its
+// call-frame information does not restore.
 //
 // Registers is a plain value: copying it copies the registers.
 type Registers struct {
@@ -28,7 +36,7 @@ type Registers struct {
 	// call-frame information is marked as a signal frame).
 	Interrupted bool
 	values      [MaxRegisters]uint64
-	known       uint64 // bit n set: values[n] is known
+	known       [MaxRegisters / 64]uint64 // bit n%64 of word n/64 set: values[n] is known
 }
 
 // NewRegisters returns an empty register set of the given machine.
@@ -36,7 +44,7 @@ func NewRegisters(m elf.Machine) Registers { return Registers{Machine: m} }
 
 // Get returns register n and whether it is known.
 func (r *Registers) Get(n int) (uint64, bool) {
-	if n < 0 || n >= MaxRegisters || r.known&(1<<uint(n)) == 0 {
+	if n < 0 || n >= MaxRegisters || r.known[n/64]&(1<<uint(n%64)) == 0 {
 		return 0, false
 	}
 	return r.values[n], true
@@ -48,37 +56,35 @@ func (r *Registers) Set(n int, v uint64) {
 		return
 	}
 	r.values[n] = v
-	r.known |= 1 << uint(n)
+	r.known[n/64] |= 1 << uint(n%64)
 }
 
 // Forget marks register n unknown.
 func (r *Registers) Forget(n int) {
 	if n >= 0 && n < MaxRegisters {
-		r.known &^= 1 << uint(n)
+		r.known[n/64] &^= 1 << uint(n%64)
 	}
 }
 
 // RegisterNumbers are the DWARF numbers of a machine's program counter,
-// stack pointer and frame pointer.
+// stack pointer and frame pointer (FP is -1 on a machine without a frame
+// pointer convention).
 type RegisterNumbers struct {
 	PC, SP, FP int
 }
 
 // NumbersOf returns the DWARF numbers of the program counter, stack pointer
 // and frame pointer of machine m: for x86-64 16 (the return address
-// column), 7 and 6; for i386 8, 4 and 5; for arm64 32 (the number Delve
-// and LLVM use for pc), 31 and 29. Other machines give an error wrapping
-// ErrUnsupported.
+// column), 7 and 6; for aarch64 32 (the number Delve and LLVM use for pc),
+// 31 and 29; for ppc64 120 (see Registers), 1 and 31; for s390x 65, 15
+// and -1. Other machines give an error wrapping ErrUnsupported that names
+// the machine.
 func NumbersOf(m elf.Machine) (RegisterNumbers, error) {
-	switch m {
-	case elf.EM_X86_64:
-		return RegisterNumbers{PC: 16, SP: 7, FP: 6}, nil
-	case elf.EM_386:
-		return RegisterNumbers{PC: 8, SP: 4, FP: 5}, nil
-	case elf.EM_AARCH64:
-		return RegisterNumbers{PC: 32, SP: 31, FP: 29}, nil
+	a := arch.Numbered(m)
+	if a == nil {
+		return RegisterNumbers{}, fmt.Errorf("registers of machine %v: %w", m, ErrUnsupported)
 	}
-	return RegisterNumbers{}, fmt.Errorf("registers of machine %v: %w", m, ErrUnsupported)
+	return RegisterNumbers{PC: a.PC, SP: a.SP, FP: a.FP}, nil
 }
 
 func (r *Registers) special(pick func(RegisterNumbers) int) (uint64, bool) {
@@ -99,7 +105,8 @@ func (r *Registers) SP() (uint64, bool) {
 	return r.special(func(n RegisterNumbers) int { return n.SP })
 }
 
-// FP returns the frame pointer (rbp on x86-64) and whether it is known.
+// FP returns the frame pointer (rbp on x86-64, x29 on aarch64) and
+// whether it is known.
 func (r *Registers) FP() (uint64, bool) {
 	return r.special(func(n RegisterNumbers) int { return n.FP })
 }
@@ -108,33 +115,18 @@ func (r *Registers) FP() (uint64, bool) {
 func (r Registers) String() string {
 	s := fmt.Sprintf("%v{", r.Machine)
 	first := true
-	for n := 0; n < MaxRegisters; n++ {
-		if v, ok := r.Get(n); ok {
+	for w, word := range r.known {
+		for word != 0 {
+			n := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
 			if !first {
 				s += " "
 			}
 			first = false
-			s += fmt.Sprintf("%d:%#x", n, v)
+			s += fmt.Sprintf("%d:%#x", n, r.values[n])
 		}
 	}
 	return s + "}"
-}
-
-// AMD64UserRegs converts x86-64 registers in the order of the Linux
-// kernel's struct user_regs_struct (what an NT_PRSTATUS note and
-// PTRACE_GETREGS hold: r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8, rax,
-// rcx, rdx, rsi, rdi, orig_rax, rip, cs, eflags, rsp, ...) to DWARF
-// numbering. It needs at least the first 20 entries.
-func AMD64UserRegs(user []uint64) (Registers, error) {
-	if len(user) < 20 {
-		return Registers{}, fmt.Errorf("x86-64 user_regs_struct: %d registers, want at least 20", len(user))
-	}
-	r := NewRegisters(elf.EM_X86_64)
-	// DWARF number -> index in user_regs_struct.
-	for dw, idx := range [17]int{10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16} {
-		r.Set(dw, user[idx])
-	}
-	return r, nil
 }
 
 // RegisterReader is implemented by targets that can read the registers of

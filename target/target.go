@@ -109,9 +109,18 @@ var ILP32 = Sizes{Char: 1, Short: 2, Int: 4, Long: 4, LongLong: 8, Pointer: 4}
 type Thread struct {
 	// ID is the kernel's thread id (LWP, what gettid returns).
 	ID uint64
-	// Pointer is the thread pointer register: fs_base on x86-64. On
-	// glibc it is also the thread's pthread_t. Zero if unknown.
+	// Pointer is the thread pointer register, off which the thread's
+	// thread-local storage hangs: fs_base on x86-64, tpidr_el0 on
+	// aarch64, r13 on ppc64, access registers a0:a1 on s390x. Zero if
+	// unknown.
 	Pointer uint64
+	// Pthread is the thread's pthread_t, on glibc the address of its
+	// struct pthread: on x86-64 and s390x (TLS variant II) the thread
+	// pointer itself; on aarch64 and ppc64 (TLS variant I) glibc keeps
+	// it below the thread pointer, at a distance that glibc's
+	// libthread_db descriptors give (target/core reads them). Zero if
+	// unknown.
+	Pthread uint64
 }
 
 // Target is a stopped program as OMPD sees it.

@@ -514,8 +514,12 @@ func (t *Target) LookupThreadLocal(thread uint64, name string) (uint64, error) {
 }
 
 // AddThread adds an OS thread to the thread list, replacing one with the
-// same ID.
+// same ID. A thread without a pthread_t (Pthread 0) gets its thread
+// pointer as one, as on x86-64.
 func (t *Target) AddThread(th target.Thread) {
+	if th.Pthread == 0 {
+		th.Pthread = th.Pointer
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.threads {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/internal/gomp/gompver"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/omprt"
@@ -19,6 +20,7 @@ import (
 // dynamic section, so it works on a stripped library, in a core as live.
 type library struct {
 	name  string // the path the dynamic linker loaded it from
+	arch  *arch.Arch
 	base  uint64 // l_addr
 	dyn   uint64 // l_ld: the dynamic section in memory
 	tpoff int64  // thread-pointer offset of gomp_tls_data
@@ -67,6 +69,9 @@ func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
 	}
 	if mem.PtrSize != 8 {
 		return nil, omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: only 64-bit targets are supported", lib.name)
+	}
+	if lib.arch, err = omprt.Arch(t); err != nil {
+		return nil, omprt.Wrap(omprt.ErrIncompatible, err, "gomp: %s", lib.name)
 	}
 	if err := lib.readDynamic(mem); err != nil {
 		return nil, err
@@ -136,11 +141,12 @@ func (l *library) readDynamic(mem *omprt.Memory) error {
 	return nil
 }
 
-// readTPOff finds the GOT slots that R_X86_64_TPOFF64 relocations against
-// symbol 0 fill: libgomp reaches its one initial-exec TLS variable,
-// gomp_tls_data (at offset 0 of its TLS block), through them, each slot
-// holding the variable's thread-pointer offset plus the relocation's
-// addend. All of them must agree.
+// readTPOff finds the GOT slots that the machine's initial-exec TLS
+// relocations against symbol 0 fill (R_X86_64_TPOFF64 on x86-64, see
+// arch.Arch.TPOffReloc): libgomp reaches its one initial-exec TLS
+// variable, gomp_tls_data (at offset 0 of its TLS block), through them,
+// each slot holding the variable's thread-pointer offset plus the
+// relocation's addend. All of them must agree.
 func (l *library) readTPOff(mem *omprt.Memory, tags map[elf.DynTag]uint64) error {
 	rela, ok := tags[elf.DT_RELA]
 	size := tags[elf.DT_RELASZ]
@@ -163,7 +169,7 @@ func (l *library) readTPOff(mem *omprt.Memory, tags map[elf.DynTag]uint64) error
 	var base int64
 	for off := uint64(0); off+24 <= size; off += 24 {
 		info := v.Uint(off+8, 8)
-		if elf.R_X86_64(elf.R_TYPE64(info)) != elf.R_X86_64_TPOFF64 || elf.R_SYM64(info) != 0 {
+		if elf.R_TYPE64(info) != l.arch.TPOffReloc || elf.R_SYM64(info) != 0 {
 			continue
 		}
 		slot := l.base + v.Uint(off, 8)
@@ -182,9 +188,9 @@ func (l *library) readTPOff(mem *omprt.Memory, tags map[elf.DynTag]uint64) error
 		base, found = b, true
 	}
 	if !found {
-		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: no R_X86_64_TPOFF64 relocation for its thread-local data", l.name)
+		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: no %s relocation for its thread-local data", l.name, l.arch.TPOffRelocName)
 	}
-	if base >= 0 || base < -(1<<32) {
+	if !l.arch.TPOffPlausible(base) {
 		return omprt.Errorf(omprt.ErrIncompatible, "gomp: %s: implausible TLS offset %d", l.name, base)
 	}
 	l.tpoff = base

@@ -178,8 +178,8 @@ func (r *Runtime) addThread(s *stop, th *thread) {
 	s.threads = append(s.threads, ref)
 	s.raw[ref] = th
 	s.byLWP[ot.ID] = ref
-	if ot.Pointer != 0 {
-		s.byPth[ot.Pointer] = ref
+	if ot.Pthread != 0 {
+		s.byPth[ot.Pthread] = ref
 	}
 	if th.idle {
 		return
@@ -316,7 +316,7 @@ func (r *Runtime) team(team uint64, lvl int) (lv level, prev uint64, prevNum int
 
 // threadData builds a thread's record.
 func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.ThreadData {
-	d := &omprt.ThreadData{Ref: ref, Pthread: th.os.Pointer, LWP: th.os.ID}
+	d := &omprt.ThreadData{Ref: ref, Pthread: th.os.Pthread, LWP: th.os.ID}
 	if th.idle {
 		d.State, d.StateInferred = stateIdle, true
 		why := omprt.Errorf(omprt.ErrUnavailable, "gomp: thread %d is idle in the thread pool", th.os.ID)

@@ -279,17 +279,11 @@ var (
 	barrierPatterns = []string{"linear", "tree", "hyper", "hierarchical", "dist"}
 )
 
-// LLVM 19's enum kmp_lock_kind on x86-64 Linux (futex, TSX and adaptive
-// locks built in), enum dynamic_mode with USE_LOAD_BALANCE (Linux), and
-// enum affinity_top_method on x86-64 without hwloc or processor groups;
-// the names are those the runtime's print functions give.
-var (
-	lockKindNames = []string{"default", "tas", "futex", "hle", "rtm_queuing", "rtm_spin",
-		"ticket", "queuing", "drdpa", "adaptive"}
-	dynamicModeNames = []string{undefined, "load balance", "random", "thread limit"}
-	topMethodNames   = []string{"all", "APIC id", "x2APIC id leaf 0xb", "x2APIC id leaf 0x1f",
-		"cpuinfo", "flat", "default"}
-)
+// LLVM 19's enum dynamic_mode with USE_LOAD_BALANCE (Linux), as the
+// runtime's print functions name its members. The enums that differ by
+// machine (kmp_lock_kind, affinity_top_method) are the arch package's
+// (arch.Arch.LibompLockKinds, LibompTopMethods).
+var dynamicModeNames = []string{undefined, "load balance", "random", "thread limit"}
 
 // LLVM 19's enum sched_type members that __kmp_static and __kmp_guided
 // hold (kmp.h).
@@ -347,8 +341,10 @@ func (rt *Runtime) kmpSettings(out map[string]string) {
 			out[env] = names[v]
 		}
 	}
-	name("KMP_LOCK_KIND", "__kmp_user_lock_kind", lockKindNames)
-	name("KMP_TOPOLOGY_METHOD", "__kmp_affinity_top_method", topMethodNames)
+	if a, err := omprt.Arch(rt.t); err == nil {
+		name("KMP_LOCK_KIND", "__kmp_user_lock_kind", a.LibompLockKinds)
+		name("KMP_TOPOLOGY_METHOD", "__kmp_affinity_top_method", a.LibompTopMethods)
+	}
 	if v, ok := rt.globalMember("g_dynamic_mode"); ok && v < uint64(len(dynamicModeNames)) {
 		out["KMP_DYNAMIC_MODE"] = dynamicModeNames[v]
 	}

@@ -92,8 +92,8 @@ func (s *stop) osThreads() *osThreads {
 		o.ths = ths
 		o.lwpByPth = make(map[uint64]uint64, len(ths))
 		for _, th := range ths {
-			if th.Pointer != 0 {
-				o.lwpByPth[th.Pointer] = th.ID
+			if th.Pthread != 0 {
+				o.lwpByPth[th.Pthread] = th.ID
 			}
 		}
 		return o, nil
@@ -106,8 +106,8 @@ func (o *osThreads) pthByLWP() map[uint64]uint64 {
 	m, _ := o.byLWP.get(func() (map[uint64]uint64, error) {
 		m := make(map[uint64]uint64, len(o.ths))
 		for _, th := range o.ths {
-			if _, ok := m[th.ID]; !ok || th.Pointer != 0 {
-				m[th.ID] = th.Pointer
+			if _, ok := m[th.ID]; !ok || th.Pthread != 0 {
+				m[th.ID] = th.Pthread
 			}
 		}
 		return m, nil

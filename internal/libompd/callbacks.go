@@ -207,7 +207,7 @@ func ompdGoThreadContext(ctx *C.ompd_address_space_context_t, kind C.ompd_thread
 	for _, th := range ths {
 		switch kind {
 		case kindPthread:
-			found = th.Pointer != 0 && th.Pointer == uint64(id)
+			found = th.Pthread != 0 && th.Pthread == uint64(id)
 		case kindLWP:
 			found = th.ID == uint64(id)
 		default:

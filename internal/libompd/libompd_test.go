@@ -78,7 +78,7 @@ func (f *fakeTarget) WriteMemory(uint64, []byte) error { return target.ErrReadOn
 func (f *fakeTarget) ByteOrder() binary.ByteOrder      { return f.order }
 func (f *fakeTarget) Sizes() target.Sizes              { return target.LP64 }
 func (f *fakeTarget) Threads() ([]target.Thread, error) {
-	return []target.Thread{{ID: 100, Pointer: 0x7000}, {ID: 101, Pointer: 0x8000}}, nil
+	return []target.Thread{{ID: 100, Pointer: 0x7000, Pthread: 0x7000}, {ID: 101, Pointer: 0x8000, Pthread: 0x8000}}, nil
 }
 
 // newFake lays out ompd_state, its OMPD size entry, __kmp_avail_proc and

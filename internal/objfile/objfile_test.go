@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/target"
 )
@@ -402,15 +403,15 @@ func TestThreadLocalSynthetic(t *testing.T) {
 	require.NoError(t, err)
 	seg := oe.TLSSegment()
 	require.NotNil(t, seg)
-	assert.Equal(t, tp-staticOffsetFirst(seg)+sym.Addr, addr)
+	assert.Equal(t, tp-arch.AMD64.FirstStaticOffset(seg)+sym.Addr, addr)
 
 	_, err = s.LookupThreadLocal(mem, tp, "dup_name")
 	assert.ErrorIs(t, err, target.ErrNotFound)
 	_, err = s.LookupThreadLocal(mem, 0, "g_tls")
 	assert.ErrorIs(t, err, target.ErrUnsupported)
 
-	// Another machine: unsupported.
-	oe.File().Machine = elf.EM_AARCH64
+	// A machine the arch package does not know: unsupported.
+	oe.File().Machine = elf.EM_MIPS
 	_, err = s.LookupThreadLocal(mem, tp, "g_tls")
 	assert.ErrorIs(t, err, target.ErrUnsupported)
 	oe.File().Machine = elf.EM_X86_64

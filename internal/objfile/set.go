@@ -19,6 +19,10 @@ type Set struct {
 	// from the objects before the runtime's.
 	mu    sync.RWMutex
 	found map[string]uint64
+	// selfBias is ThreadSelf's distance from the thread pointer to
+	// glibc's struct pthread, once read (selfBiasOK).
+	selfBias   int64
+	selfBiasOK bool
 }
 
 // NewSet returns a set of the given objects, in that order. Nil objects

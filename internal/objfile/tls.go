@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -305,30 +306,117 @@ func (s *Set) findLinkMap(mem Memory, idx int) (LinkMapEntry, error) {
 	return LinkMapEntry{}, fmt.Errorf("no link_map entry for %s: %w", o, err)
 }
 
+// Arch returns the machine of the set's executable (its first object).
+// A machine the arch package does not know is an error wrapping
+// target.ErrUnsupported that names it.
+func (s *Set) Arch() (*arch.Arch, error) {
+	if len(s.objs) == 0 {
+		return nil, fmt.Errorf("objfile: no objects: %w", target.ErrNotFound)
+	}
+	a, err := arch.For(s.objs[0].f)
+	if err != nil {
+		return nil, fmt.Errorf("objfile: %s: %w: %w", s.objs[0].path, err, target.ErrUnsupported)
+	}
+	return a, nil
+}
+
+// readWords reads n 32-bit words of the symbol name (a glibc descriptor)
+// through mem, or from the file of the object that defines it when mem
+// cannot (a core file may leave read-only data out, and the descriptors
+// are constants).
+func (s *Set) readWords(mem Memory, name string, n int) ([]uint32, error) {
+	o, sym, err := s.LookupSymbol(name)
+	if err != nil {
+		return nil, err
+	}
+	if sym.TLS() {
+		return nil, fmt.Errorf("%s is thread-local: %w", name, target.ErrNotFound)
+	}
+	b := make([]byte, 4*n)
+	if err := mem.ReadMemory(b, sym.Addr); err != nil {
+		if ferr := o.ReadVirtual(b, sym.Addr); ferr != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = o.f.ByteOrder.Uint32(b[4*i:])
+	}
+	return out, nil
+}
+
+// threadSelfBias returns the machine of the set and how far a thread's
+// struct pthread lies from its thread pointer (see arch.Arch.ThreadSelf),
+// read once from glibc's descriptors.
+func (s *Set) threadSelfBias(mem Memory) (*arch.Arch, int64, error) {
+	a, err := s.Arch()
+	if err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	bias, ok := s.selfBias, s.selfBiasOK
+	s.mu.RUnlock()
+	if ok {
+		return a, bias, nil
+	}
+	bias, err = a.ThreadSelf(func(name string, n int) ([]uint32, error) { return s.readWords(mem, name, n) })
+	if err != nil {
+		return a, 0, fmt.Errorf("glibc's thread descriptor on %s: %w", a, err)
+	}
+	s.mu.Lock()
+	s.selfBias, s.selfBiasOK = bias, true
+	s.mu.Unlock()
+	return a, bias, nil
+}
+
+// ThreadSelf returns the pthread_t (the address of glibc's struct
+// pthread) of the thread whose thread pointer is tp: tp itself on TLS
+// variant II machines (x86-64, s390x), at a distance glibc's libthread_db
+// descriptors give on variant I machines (aarch64, ppc64), where an error
+// says why they could not be read.
+func (s *Set) ThreadSelf(mem Memory, tp uint64) (uint64, error) {
+	_, bias, err := s.threadSelfBias(mem)
+	if err != nil {
+		return 0, err
+	}
+	return tp + uint64(bias), nil
+}
+
+// ThreadPointerOf is the inverse of ThreadSelf: the thread pointer of the
+// thread whose struct pthread is at pthread.
+func (s *Set) ThreadPointerOf(mem Memory, pthread uint64) (uint64, error) {
+	_, bias, err := s.threadSelfBias(mem)
+	if err != nil {
+		return 0, err
+	}
+	return pthread - uint64(bias), nil
+}
+
 // LookupThreadLocal returns the address, in the thread whose thread
 // pointer is threadPointer, of the thread-local variable called name.
 //
-// The method is the one of glibc's libthread_db (td_thr_tlsbase), for
-// x86-64, with every read going through mem. The variable's TLS offset is
-// its STT_TLS symbol's value. Its object's TLS module id is l_tls_modid of
-// the object's struct link_map, found by walking the dynamic linker's list
+// The method is the one of glibc's libthread_db (td_thr_tlsbase), with
+// every read going through mem. The variable's TLS offset is its STT_TLS
+// symbol's value. Its object's TLS module id is l_tls_modid of the
+// object's struct link_map, found by walking the dynamic linker's list
 // (r_debug.r_map; see LinkMap) for the entry whose l_addr is the object's
-// load bias. The thread pointer (fs_base) is the thread's struct pthread,
-// whose dtv pointer sits at the offset given by glibc's exported
-// descriptor _thread_db_pthread_dtvp; the module's TLS block address is
+// load bias. The thread's struct pthread (see ThreadSelf) holds its dtv
+// pointer at the offset given by glibc's exported descriptor
+// _thread_db_pthread_dtvp; the module's TLS block address is
 // dtv[modid].pointer.val (element size from _thread_db_dtv_dtv, member
 // offset from _thread_db_dtv_t_pointer_val; the link_map offsets likewise
 // come from _thread_db_link_map_l_tls_modid and _l_tls_offset, so nothing
 // depends on one glibc version's struct layouts). A block that the thread
 // has not allocated (0, or odd: TLS_DTV_UNALLOCATED), or a modid past the
 // dtv's length (dtv[-1].counter), falls back to static TLS when the module
-// has a static offset (l_tls_offset > 0: the block is at tp - l_tls_offset,
-// TLS variant II); otherwise the variable has no storage in that thread yet
-// and the error wraps target.ErrNoMemory. Without glibc's descriptors (a
-// static executable, another libc) a variable of the executable itself is
-// still found, at the static offset glibc gives the first TLS module.
+// has a static offset (see arch.Arch.StaticTLSBlock for where the block
+// is, by the machine's TLS variant); otherwise the variable has no storage
+// in that thread yet and the error wraps target.ErrNoMemory. Without
+// glibc's descriptors (a static executable, another libc) a variable of
+// the executable itself is still found, at the static offset glibc gives
+// the first TLS module.
 //
-// Other machines than little-endian x86-64 give an error wrapping
+// A machine the arch package does not know gives an error wrapping
 // target.ErrUnsupported; errors are *target.LookupError.
 func (s *Set) LookupThreadLocal(mem Memory, threadPointer uint64, name string) (uint64, error) {
 	wrap := func(err error) error {
@@ -357,15 +445,14 @@ func (s *Set) LookupThreadLocal(mem Memory, threadPointer uint64, name string) (
 		}
 		return 0, wrap(target.ErrNotFound)
 	}
-	o := s.objs[idx]
-	f := o.f
-	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
-		return 0, wrap(fmt.Errorf("thread-local storage on %v %v: %w", f.Machine, f.Class, target.ErrUnsupported))
+	a, err := arch.For(s.objs[idx].f)
+	if err != nil {
+		return 0, wrap(fmt.Errorf("thread-local storage on %w: %w", err, target.ErrUnsupported))
 	}
 	if threadPointer == 0 {
 		return 0, wrap(fmt.Errorf("thread pointer unknown: %w", target.ErrUnsupported))
 	}
-	base, err := s.tlsBlock(mem, threadPointer, idx)
+	base, err := s.tlsBlock(mem, a, threadPointer, idx)
 	if err != nil {
 		return 0, wrap(err)
 	}
@@ -373,27 +460,30 @@ func (s *Set) LookupThreadLocal(mem Memory, threadPointer uint64, name string) (
 }
 
 // tlsBlock returns the start of the TLS block of s.objs[idx] in the thread
-// whose thread pointer is tp (x86-64 glibc; see LookupThreadLocal).
-func (s *Set) tlsBlock(mem Memory, tp uint64, idx int) (uint64, error) {
+// whose thread pointer is tp (see LookupThreadLocal).
+func (s *Set) tlsBlock(mem Memory, a *arch.Arch, tp uint64, idx int) (uint64, error) {
 	o := s.objs[idx]
-	r := memReader{mem: mem, order: binary.LittleEndian, ptr: 8}
+	r := memReader{mem: mem, order: a.Order, ptr: a.PtrSize}
 	db, err := s.threadDB(mem)
 	if err == nil {
 		var lm LinkMapEntry
 		lm, err = s.findLinkMap(mem, idx)
 		if err == nil {
-			return s.dtvBlock(r, db, lm, tp, o)
+			var pd uint64
+			if pd, err = s.ThreadSelf(mem, tp); err == nil {
+				return s.dtvBlock(r, a, db, lm, tp, pd, o)
+			}
 		}
 	}
 	if idx == 0 {
 		if seg := o.TLSSegment(); seg != nil {
-			return tp - staticOffsetFirst(seg), nil
+			return a.StaticTLSBlock(tp, a.FirstStaticOffset(seg)), nil
 		}
 	}
 	return 0, err
 }
 
-func (s *Set) dtvBlock(r memReader, db threadDB, lm LinkMapEntry, tp uint64, o *Object) (uint64, error) {
+func (s *Set) dtvBlock(r memReader, a *arch.Arch, db threadDB, lm LinkMapEntry, tp, pd uint64, o *Object) (uint64, error) {
 	modid, err := r.field(lm.Addr, db.modid)
 	if err != nil {
 		return 0, fmt.Errorf("reading l_tls_modid of %s: %w", o, err)
@@ -405,15 +495,18 @@ func (s *Set) dtvBlock(r memReader, db threadDB, lm LinkMapEntry, tp uint64, o *
 	if err != nil {
 		return 0, fmt.Errorf("reading l_tls_offset of %s: %w", o, err)
 	}
+	if db.tlsOffset.bits == 32 {
+		tlsOff = uint64(int64(int32(tlsOff)))
+	}
 	static := func(why string) (uint64, error) {
-		if int64(tlsOff) > 0 { // NO_TLS_OFFSET is 0, FORCED_DYNAMIC_TLS_OFFSET -1
-			return tp - tlsOff, nil
+		if a.StaticTLSOffset(int64(tlsOff)) {
+			return a.StaticTLSBlock(tp, tlsOff), nil
 		}
 		return 0, fmt.Errorf("TLS block of %s (module %d) %s in thread %#x: %w", o, modid, why, tp, target.ErrNoMemory)
 	}
-	dtv, err := r.field(tp, db.dtvp)
+	dtv, err := r.field(pd, db.dtvp)
 	if err != nil {
-		return 0, fmt.Errorf("reading the dtv pointer of thread %#x: %w", tp, err)
+		return 0, fmt.Errorf("reading the dtv pointer of thread %#x: %w", pd, err)
 	}
 	if dtv == 0 {
 		return static("has no dtv")
@@ -428,27 +521,10 @@ func (s *Set) dtvBlock(r memReader, db threadDB, lm LinkMapEntry, tp uint64, o *
 	}
 	val, err := r.field(dtv+uint64(db.dtv.offset)+modid*elt, db.pointerVal)
 	if err != nil {
-		return 0, fmt.Errorf("reading dtv[%d] of thread %#x: %w", modid, tp, err)
+		return 0, fmt.Errorf("reading dtv[%d] of thread %#x: %w", modid, pd, err)
 	}
 	if val == 0 || val&1 != 0 {
 		return static("is not allocated")
 	}
 	return val, nil
-}
-
-// staticOffsetFirst is the l_tls_offset glibc gives the first module of
-// the static TLS block (the executable) on TLS variant II machines:
-// _dl_determine_tlsoffset's roundup(blocksize - firstbyte, align) +
-// firstbyte.
-func staticOffsetFirst(seg *elf.ProgHeader) uint64 {
-	align := seg.Align
-	if align == 0 {
-		align = 1
-	}
-	firstbyte := (-seg.Vaddr) & (align - 1)
-	if align&(align-1) != 0 {
-		firstbyte = 0
-	}
-	n := seg.Memsz - firstbyte
-	return (n+align-1)/align*align + firstbyte
 }

@@ -821,16 +821,18 @@ func checkFrame(t *testing.T, as *ompd.AddressSpace, what string, got ompd.Frame
 }
 
 // CheckOSThreads checks that a target's threads are exactly the truth's,
-// each with the thread's pthread_self as its thread pointer (fs_base).
+// each with the thread's pthread_self as its pthread_t and, on x86-64,
+// its thread pointer (fs_base).
 func CheckOSThreads(t *testing.T, ths []target.Thread, truth *fixtures.Truth) {
 	t.Helper()
-	got := map[uint64]uint64{}
+	got, gotPthread := map[uint64]uint64{}, map[uint64]uint64{}
 	for _, th := range ths {
-		got[th.ID] = th.Pointer
+		got[th.ID], gotPthread[th.ID] = th.Pointer, th.Pthread
 	}
 	want := map[uint64]uint64{}
 	for _, tt := range truth.Threads {
 		want[uint64(tt.TID)] = hex(t, tt.Pthread)
 	}
 	assert.Equal(t, want, got, "OS threads: lwp -> fs_base (pthread_self)")
+	assert.Equal(t, want, gotPthread, "OS threads: lwp -> pthread_t (pthread_self)")
 }

@@ -34,6 +34,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/internal/unwind"
 	"github.com/ompd-go/ompd/target"
 )
@@ -268,27 +269,21 @@ type Memory interface {
 
 // FutexAddr is the address a thread waits on in a futex system call, its
 // innermost frame being f: the system call's first argument when the
-// thread stopped right after a system call instruction that is, or was,
-// SYS_futex. 0 otherwise (a thread still spinning before its futex call
-// has no such address).
+// thread stopped in one, as its machine's convention tells (see
+// arch.Arch.FutexWait: on x86-64 a syscall instruction right before the
+// PC with rax SYS_futex, or the error a signal left there, and the
+// address in rdi). 0 otherwise (a thread still spinning before its futex
+// call has no such address).
 func FutexAddr(mem Memory, f *unwind.Frame) uint64 {
-	// x86-64: syscall (0f 05), the number in rax (SYS_futex, 202; after
-	// the call the result: a stopped wait shows -EINTR or
-	// -ERESTARTSYS), the first argument in rdi.
-	const rax, rdi, sysFutex = 0, 5, 202
-	if f.PC < 2 {
+	a := arch.Numbered(f.Regs.Machine)
+	if a == nil {
 		return 0
 	}
-	b, err := mem.Read(f.PC-2, 2)
-	if err != nil || b[0] != 0x0f || b[1] != 0x05 {
+	addr, ok := a.FutexWait(&f.Regs, mem.Read)
+	if !ok {
 		return 0
 	}
-	nr, ok1 := f.Regs.Get(rax)
-	arg, ok2 := f.Regs.Get(rdi)
-	if !ok2 || (ok1 && nr != sysFutex && int64(nr) >= 0) {
-		return 0
-	}
-	return arg
+	return addr
 }
 
 // maxPLTHops bounds the jumps CallTarget follows from a call's target to

@@ -75,6 +75,7 @@ func TestFutexAddr(t *testing.T) {
 	m := mem{0x100: {0x90, 0x0f, 0x05, 0x90}}
 	f := func(pc, rax, rdi uint64) *unwind.Frame {
 		r := target.NewRegisters(elf.EM_X86_64)
+		r.Set(16, pc)
 		r.Set(0, rax)
 		r.Set(5, rdi)
 		return &unwind.Frame{PC: pc, Regs: r}

@@ -2,7 +2,6 @@ package unwind
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/go-delve/delve/pkg/dwarf/op"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
@@ -51,10 +51,11 @@ const implicitValue = 0x9e
 // target.ErrNoMemory). Malformed call-frame information gives an error,
 // never a panic.
 func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registers, caller bool) (out target.Registers, cfa uint64, err error) {
-	nums, err := target.NumbersOf(regs.Machine)
+	a, err := archOf(regs)
 	if err != nil {
 		return target.Registers{}, 0, err
 	}
+	nums := target.RegisterNumbers{PC: a.PC, SP: a.SP, FP: a.FP}
 	pc, ok := regs.PC()
 	if !ok {
 		return target.Registers{}, 0, errors.New("unwind: program counter unknown")
@@ -75,7 +76,7 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 	if err != nil {
 		return target.Registers{}, 0, err
 	}
-	ev := evaluator{nums: nums, mem: mem, order: order, ptr: ptrSize(regs.Machine)}
+	ev := evaluator{nums: nums, mem: mem, order: order, ptr: a.PtrSize}
 
 	switch fc.CFA.Rule {
 	case frame.RuleCFA:
@@ -94,10 +95,11 @@ func Step(cfi FDEFinder, mem Memory, order binary.ByteOrder, regs target.Registe
 		return target.Registers{}, 0, fmt.Errorf("unwind: CFA rule %d at %#x is not supported", fc.CFA.Rule, pc)
 	}
 
-	// The stack grows down: a CFA at or below the stack pointer is
-	// corrupt registers, not a frame.
-	if sp, ok := regs.SP(); ok && cfa <= sp {
-		return target.Registers{}, 0, fmt.Errorf("unwind: %w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, pc)
+	// The stack grows down: a CFA below the stack pointer (or at it,
+	// on machines whose leaf functions need no frame) is corrupt
+	// registers, not a frame.
+	if err := checkCFA(a, &regs, cfa, pc); err != nil {
+		return target.Registers{}, 0, fmt.Errorf("unwind: %w", err)
 	}
 	out = regs // registers without a rule keep their value
 	out.Forget(nums.PC)
@@ -164,12 +166,25 @@ func isSignalFrame(cfi FDEFinder, pc uint64) bool {
 	return err == nil && fde.CIE != nil && strings.ContainsRune(fde.CIE.Augmentation, 'S')
 }
 
-// ptrSize is the size of an address on machine m.
-func ptrSize(m elf.Machine) int {
-	if m == elf.EM_386 || m == elf.EM_ARM {
-		return 4
+// archOf returns the machine of regs; an unknown one wraps
+// target.ErrUnsupported.
+func archOf(regs target.Registers) (*arch.Arch, error) {
+	a := arch.Numbered(regs.Machine)
+	if a == nil {
+		return nil, fmt.Errorf("unwind: registers of machine %v: %w", regs.Machine, target.ErrUnsupported)
 	}
-	return 8
+	return a, nil
+}
+
+// checkCFA checks a frame's CFA against its stack pointer: the stack
+// grows down, so the CFA lies above it, or at it on a machine whose leaf
+// functions need no frame.
+func checkCFA(a *arch.Arch, regs *target.Registers, cfa, pc uint64) error {
+	sp, ok := regs.SP()
+	if !ok || cfa > sp || cfa == sp && a.LeafCFAAtSP {
+		return nil
+	}
+	return fmt.Errorf("%w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, pc)
 }
 
 // evaluator evaluates DWARF expressions of call-frame information against

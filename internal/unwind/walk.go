@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ompd-go/ompd/internal/arch"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -139,7 +140,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 		max = DefaultMaxDepth
 	}
 	max = min(max, MaxDepthLimit)
-	nums, err := target.NumbersOf(regs.Machine)
+	a, err := archOf(regs)
 	if err != nil {
 		return Stack{End: err}
 	}
@@ -147,7 +148,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 	if !ok {
 		return Stack{End: errors.New("unwind: the thread's program counter is unknown")}
 	}
-	ev := evaluator{nums: nums, mem: src, order: src.ByteOrder(), ptr: ptrSize(regs.Machine)}
+	ev := evaluator{nums: target.RegisterNumbers{PC: a.PC, SP: a.SP, FP: a.FP}, mem: src, order: src.ByteOrder(), ptr: a.PtrSize}
 	frames := make([]Frame, 0, min(max, 16))
 	frames = append(frames, Frame{PC: pc, Regs: regs, How: Registers})
 	for {
@@ -155,14 +156,15 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 			return Stack{Frames: frames, End: err}
 		}
 		cur := &frames[len(frames)-1]
-		next, cfa, how, err := step(&ev, unw, cur)
+		next, cfa, how, err := step(a, &ev, unw, cur)
 		if err != nil {
 			return Stack{Frames: frames, End: err}
 		}
 		// The stack grows down: a frame's CFA must be above its stack
-		// pointer and above its callee's CFA.
-		if sp, ok := cur.Regs.SP(); ok && cfa <= sp {
-			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below SP %#x at PC %#x", ErrNoProgress, cfa, sp, cur.PC)}
+		// pointer (or at it, in a leaf function of a machine whose
+		// leaves need no frame) and above its callee's CFA.
+		if err := checkCFA(a, &cur.Regs, cfa, cur.PC); err != nil {
+			return Stack{Frames: frames, End: err}
 		}
 		if n := len(frames); n > 1 && cfa <= frames[n-2].CFA {
 			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below the callee's %#x at PC %#x", ErrNoProgress, cfa, frames[n-2].CFA, cur.PC)}
@@ -181,7 +183,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 
 // step finds the caller of cur: with call-frame information, or else the
 // frame pointer.
-func step(ev *evaluator, unw target.FrameUnwinder, cur *Frame) (target.Registers, uint64, Method, error) {
+func step(a *arch.Arch, ev *evaluator, unw target.FrameUnwinder, cur *Frame) (target.Registers, uint64, Method, error) {
 	var cfiErr error
 	if unw != nil {
 		next, cfa, err := unw.UnwindFrame(cur.Regs, cur.Caller)
@@ -192,7 +194,7 @@ func step(ev *evaluator, unw target.FrameUnwinder, cur *Frame) (target.Registers
 			cfiErr = err
 		}
 	}
-	next, cfa, err := framePointerStep(ev, cur.Regs)
+	next, cfa, err := fallbackStep(a, ev, cur.Regs)
 	if errors.Is(err, ErrOutermost) && cfiErr == nil {
 		return target.Registers{}, 0, 0, err
 	}
@@ -205,41 +207,31 @@ func step(ev *evaluator, unw target.FrameUnwinder, cur *Frame) (target.Registers
 	return next, cfa, FramePointer, nil
 }
 
-// framePointerStep unwinds through the frame-pointer chain: the frame
-// pointer points at the caller's saved frame pointer, followed by the
-// return address.
-func framePointerStep(ev *evaluator, regs target.Registers) (target.Registers, uint64, error) {
-	fp, ok := regs.FP()
-	if !ok {
-		return target.Registers{}, 0, ErrNoUnwindInfo
-	}
-	if fp == 0 {
-		// Threads start with a zero frame pointer (glibc's clone and
-		// _start clear it): the end of the chain.
+// fallbackStep finds the caller without call-frame information, through
+// the machine's frame-pointer or back chain (see arch.Arch.Fallback).
+func fallbackStep(a *arch.Arch, ev *evaluator, regs target.Registers) (target.Registers, uint64, error) {
+	c, err := a.Fallback(&regs, ev.word)
+	switch {
+	case errors.Is(err, arch.ErrChainEnd):
 		return target.Registers{}, 0, ErrOutermost
+	case errors.Is(err, arch.ErrChainBackwards):
+		return target.Registers{}, 0, fmt.Errorf("%w: %v", ErrNoProgress, err)
+	case errors.Is(err, arch.ErrNoChain):
+		if err == arch.ErrNoChain {
+			return target.Registers{}, 0, ErrNoUnwindInfo
+		}
+		return target.Registers{}, 0, fmt.Errorf("%w: %v", ErrNoUnwindInfo, err)
+	case err != nil:
+		return target.Registers{}, 0, err
 	}
-	w := uint64(ev.ptr)
-	if fp%w != 0 || fp+2*w < fp {
-		return target.Registers{}, 0, fmt.Errorf("%w: frame pointer %#x is not a stack address", ErrNoUnwindInfo, fp)
-	}
-	if sp, ok := regs.SP(); ok && fp < sp {
-		return target.Registers{}, 0, fmt.Errorf("%w: frame pointer %#x below the stack pointer %#x", ErrNoProgress, fp, sp)
-	}
-	saved, err := ev.word(fp)
-	if err != nil {
-		return target.Registers{}, 0, fmt.Errorf("saved frame pointer: %w", err)
-	}
-	ra, err := ev.word(fp + w)
-	if err != nil {
-		return target.Registers{}, 0, fmt.Errorf("return address: %w", err)
-	}
-	cfa := fp + 2*w
 	next := regs
 	next.Interrupted = false
-	next.Set(ev.nums.FP, saved)
-	next.Set(ev.nums.SP, cfa)
-	next.Set(ev.nums.PC, ra)
-	return next, cfa, nil
+	if c.HasFP {
+		next.Set(a.FP, c.FP)
+	}
+	next.Set(a.SP, c.SP)
+	next.Set(a.PC, c.PC)
+	return next, c.CFA, nil
 }
 
 // Thread walks the stack of the thread with kernel id tid of t. It needs a

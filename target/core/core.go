@@ -57,6 +57,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +199,9 @@ type Core struct {
 	// notLoaded lists the libraries the core names that could not be
 	// loaded, with why.
 	notLoaded []string
+	// threads are the threads with their thread pointers and pthread_t,
+	// once resolveThreads ran.
+	threads []target.Thread
 
 	stack stackPages // pages read by UnwindFrame
 
@@ -252,6 +256,7 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 		c.Close()
 		return nil, err
 	}
+	c.resolveThreads()
 	return c, nil
 }
 
@@ -728,11 +733,11 @@ func (c *Core) LookupSymbol(name string) (uint64, error) {
 // thread-local variable name (see objfile.Set.LookupThreadLocal for the
 // method).
 func (c *Core) LookupThreadLocal(tid uint64, name string) (uint64, error) {
-	t, ok := c.thread(tid)
-	if !ok {
-		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: fmt.Errorf("thread %d: %w", tid, target.ErrNoThread)}
+	tp, err := c.threadPointer(tid)
+	if err != nil {
+		return 0, &target.LookupError{Kind: "thread-local symbol", Name: name, Err: err}
 	}
-	return c.set.LookupThreadLocal(c.mem, t.tp, name)
+	return c.set.LookupThreadLocal(c.mem, tp, name)
 }
 
 func (c *Core) thread(tid uint64) (thread, bool) {
@@ -798,11 +803,7 @@ func (c *Core) Threads() ([]target.Thread, error) {
 	if err := c.changed(); err != nil {
 		return nil, err
 	}
-	out := make([]target.Thread, len(c.d.threads))
-	for i, t := range c.d.threads {
-		out[i] = target.Thread{ID: t.tid, Pointer: t.tp}
-	}
-	return out, nil
+	return slices.Clone(c.osThreads()), nil
 }
 
 // changed returns an error if the core file is not the one Open read: a
@@ -821,34 +822,27 @@ func (c *Core) changed() error {
 	return nil
 }
 
-// Registers returns the general registers of thread tid as the core's
-// NT_PRSTATUS holds them, in the kernel's order (struct user_regs_struct
-// on x86-64: r15, r14, ..., rip at 16, ..., rsp at 19, fs_base at 21). It
-// is nil for machines whose layout this package does not know.
-func (c *Core) Registers(tid uint64) ([]uint64, error) {
-	t, ok := c.thread(tid)
-	if !ok {
-		return nil, fmt.Errorf("core: thread %d: %w", tid, target.ErrNoThread)
-	}
-	return append([]uint64(nil), t.regs...), nil
-}
-
 // Machine is the core's ELF machine.
 func (c *Core) Machine() elf.Machine { return c.d.machine }
 
 // ThreadRegisters returns the general registers of thread tid from its
-// NT_PRSTATUS note, in DWARF numbering (target.RegisterReader). Only x86-64
-// cores are supported (others give an error wrapping
-// target.ErrUnsupported).
+// NT_PRSTATUS note, in DWARF numbering (target.RegisterReader). A thread
+// whose note holds none (a Delve thread note of a machine whose register
+// names this package does not know) gives an error wrapping
+// target.ErrUnsupported.
 func (c *Core) ThreadRegisters(tid uint64) (target.Registers, error) {
 	t, ok := c.thread(tid)
 	if !ok {
 		return target.Registers{}, fmt.Errorf("core: thread %d: %w", tid, target.ErrNoThread)
 	}
-	if c.d.machine != elf.EM_X86_64 || c.d.class != elf.ELFCLASS64 {
-		return target.Registers{}, fmt.Errorf("core: registers of %v %v: %w", c.d.machine, c.d.class, target.ErrUnsupported)
+	if t.regs == nil {
+		return target.Registers{}, fmt.Errorf("core: thread %d: no registers of %v: %w", tid, c.d.arch, target.ErrUnsupported)
 	}
-	return target.AMD64UserRegs(t.regs)
+	r := target.NewRegisters(c.d.machine)
+	if _, err := c.d.arch.PrStatus(t.regs, r.Set); err != nil {
+		return target.Registers{}, fmt.Errorf("core: thread %d: %w", tid, err)
+	}
+	return r, nil
 }
 
 // UnwindFrame unwinds one frame with the call-frame information of the

@@ -77,7 +77,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		ths, _ := c.Threads()
 		for _, th := range ths {
-			c.Registers(th.ID)
+			c.ThreadRegisters(th.ID)
 			c.LookupThreadLocal(th.ID, "x")
 		}
 		buf := make([]byte, 64)

@@ -324,6 +324,9 @@ func (t *Target) threadsLocked() ([]target.Thread, error) {
 		} else if regs, err := th.Registers(); err == nil && regs != nil {
 			tt.Pointer = regs.TLS()
 		}
+		// Live processes are x86-64's, where glibc's struct pthread is
+		// the thread pointer.
+		tt.Pthread = tt.Pointer
 		out = append(out, tt)
 	}
 	slices.SortFunc(out, func(a, b target.Thread) int { return compareUint(a.ID, b.ID) })

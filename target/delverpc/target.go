@@ -536,7 +536,9 @@ func (t *Target) threadsLocked() ([]target.Thread, error) {
 		if tp, err := fsBase(lrs[i].Regs); err == nil {
 			// A thread whose registers the server could not give
 			// keeps a zero (unknown) thread pointer.
-			th.Pointer = tp
+			// Live processes are x86-64's, where glibc's struct
+			// pthread is the thread pointer.
+			th.Pointer, th.Pthread = tp, tp
 			regs[uint64(id)] = dwarfRegs(lrs[i].Regs)
 		}
 		out = append(out, th)

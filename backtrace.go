@@ -49,7 +49,7 @@ type Frame struct {
 	// the tasks' frames are unknown.
 	TaskIndex int
 	// Folded is the number of runtime frames this frame stands for when
-	// the backtrace was made with FoldRuntime (1 or more), 0 otherwise.
+	// the backtrace was made WithFoldRuntime (1 or more), 0 otherwise.
 	Folded int
 
 	// called is the runtime entry point a frame of the program called,
@@ -121,8 +121,8 @@ type Backtrace struct {
 }
 
 // BacktraceOption configures Thread.Backtrace, and the backtraces of a
-// Snapshot when passed to WithBacktraces. The options are MaxFrames and
-// FoldRuntime.
+// Snapshot when passed to WithBacktraces. The options are WithMaxFrames and
+// WithFoldRuntime.
 type BacktraceOption func(*btConfig)
 
 type btConfig struct {
@@ -130,17 +130,17 @@ type btConfig struct {
 	fold      bool
 }
 
-// MaxFrames bounds the number of frames unwound (256 by default, 65536 at
+// WithMaxFrames bounds the number of frames unwound (256 by default, 65536 at
 // most).
-func MaxFrames(n int) BacktraceOption {
+func WithMaxFrames(n int) BacktraceOption {
 	return func(c *btConfig) { c.maxFrames = n }
 }
 
-// FoldRuntime folds each run of consecutive frames of one task that are
+// WithFoldRuntime folds each run of consecutive frames of one task that are
 // runtime code or inside a runtime call (Frame.InRuntimeCall) into one
 // frame: the outermost of the run (the runtime function the program
 // called), with Folded counting the frames it stands for.
-func FoldRuntime() BacktraceOption {
+func WithFoldRuntime() BacktraceOption {
 	return func(c *btConfig) { c.fold = true }
 }
 
@@ -390,7 +390,7 @@ type FrameSnapshot struct {
 	// the task's frames only.
 	Wait WaitKind `json:"wait,omitempty"`
 	// Folded is the number of runtime frames this frame stands for when
-	// the backtrace was folded (FoldRuntime), 0 otherwise.
+	// the backtrace was folded (WithFoldRuntime), 0 otherwise.
 	Folded int `json:"folded,omitempty"`
 }
 

@@ -27,7 +27,7 @@ func ExampleThread_Backtrace() {
 		log.Fatal(err)
 	}
 	for _, th := range threads {
-		bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+		bt, err := th.Backtrace(context.Background(), ompd.WithFoldRuntime())
 		if err != nil {
 			fmt.Println(th, err)
 			continue

@@ -48,7 +48,7 @@ func TestBacktraceFoldRuntime(t *testing.T) {
 		require.NoError(t, err)
 		full, err := th.Backtrace(context.Background())
 		require.NoError(t, err)
-		bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+		bt, err := th.Backtrace(context.Background(), ompd.WithFoldRuntime())
 		require.NoError(t, err)
 		assert.Less(t, len(bt.Frames), len(full.Frames))
 		n := 0
@@ -83,7 +83,7 @@ func TestSnapshotBacktraces(t *testing.T) {
 	for _, th := range plain.Threads {
 		assert.Empty(t, th.Frames, "no stacks unless asked")
 	}
-	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces(ompd.FoldRuntime()))
+	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces(ompd.WithFoldRuntime()))
 	require.NoError(t, err)
 	keys := map[string]int{}
 	var stopperKey string
@@ -174,7 +174,7 @@ func FuzzBacktraceRegisters(f *testing.F) {
 		ths, err := ompd.Collect(as.Threads())
 		require.NoError(t, err)
 		for _, th := range ths {
-			bt, err := th.Backtrace(context.Background(), ompd.MaxFrames(64))
+			bt, err := th.Backtrace(context.Background(), ompd.WithMaxFrames(64))
 			if err != nil {
 				require.ErrorIs(t, err, ompd.ErrReadFailed)
 				continue
@@ -304,7 +304,7 @@ func TestBacktraceConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, th := range threads {
-				bt, err := th.Backtrace(context.Background(), ompd.FoldRuntime())
+				bt, err := th.Backtrace(context.Background(), ompd.WithFoldRuntime())
 				if err != nil {
 					errs <- err
 					continue

@@ -79,7 +79,7 @@ func TestShippedSnapshotJSON(t *testing.T) {
 	as, err := ompd.Open(c)
 	require.NoError(t, err)
 	defer as.Close()
-	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces(ompd.FoldRuntime()))
+	s, err := as.Snapshot(context.Background(), ompd.WithBacktraces(ompd.WithFoldRuntime()))
 	require.NoError(t, err)
 	got, err := json.MarshalIndent(s, "", "\t")
 	require.NoError(t, err)

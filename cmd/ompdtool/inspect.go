@@ -171,7 +171,7 @@ func (o *options) read(ctx context.Context, t target.Target, rank int) (*ompd.Sn
 	if o.bt {
 		var bt []ompd.BacktraceOption
 		if !o.btRuntime && !o.json {
-			bt = append(bt, ompd.FoldRuntime())
+			bt = append(bt, ompd.WithFoldRuntime())
 		}
 		opts = append(opts, ompd.WithBacktraces(bt...))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
 )
@@ -24,12 +25,12 @@ func libompName(t *testing.T, stop *fixtures.Stop) string {
 	c, err := core.Open(stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
-	for _, o := range c.Objects() {
+	for _, o := range ompdtest.Objects(t, c) {
 		if strings.HasPrefix(filepath.Base(o.Name), "libomp.so") {
 			return o.Name
 		}
 	}
-	t.Fatalf("no libomp among %+v", c.Objects())
+	t.Fatalf("no libomp among %+v", ompdtest.Objects(t, c))
 	return ""
 }
 

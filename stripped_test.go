@@ -58,15 +58,15 @@ func dbgSymlink(t *testing.T, target, path string) {
 }
 
 // libompInfo returns the core's object entry of the stripped runtime.
-func libompInfo(t *testing.T, c *core.Core, s *fixtures.StrippedRuntime) core.ObjectInfo {
+func libompInfo(t *testing.T, c *core.Core, s *fixtures.StrippedRuntime) target.Object {
 	t.Helper()
-	for _, o := range c.Objects() {
+	for _, o := range ompdtest.Objects(t, c) {
 		if o.Path == s.LibOMP {
 			return o
 		}
 	}
-	t.Fatalf("the core has no object %s: %+v", s.LibOMP, c.Objects())
-	return core.ObjectInfo{}
+	t.Fatalf("the core has no object %s: %+v", s.LibOMP, ompdtest.Objects(t, c))
+	return target.Object{}
 }
 
 // TestStrippedRuntimeByBuildID: the debug file found by build-id under a
@@ -140,7 +140,7 @@ func TestStrippedRuntimeByDebugLink(t *testing.T) {
 		require.NoError(t, err)
 		ompdtest.CheckTruth(t, as, stop.Truth)
 		var found bool
-		for _, o := range c.Objects() {
+		for _, o := range ompdtest.Objects(t, c) {
 			if o.Path == lib {
 				found = true
 				assert.Equal(t, filepath.Join(dir, s.DebugLink), o.DebugFile)
@@ -166,7 +166,7 @@ func TestStrippedRuntimeMismatch(t *testing.T) {
 	assert.Contains(t, err.Error(), enchex.EncodeToString(other.BuildID), "the error names the refused file's build-id")
 	info := libompInfo(t, c, s)
 	assert.Empty(t, info.DebugFile)
-	assert.ErrorIs(t, info.DebugErr, core.ErrDebugMismatch)
+	assert.ErrorIs(t, info.DebugErr, target.ErrDebugMismatch)
 }
 
 // debuginfodServer serves the debug files of the given build-ids as a
@@ -251,7 +251,7 @@ func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 		assert.Contains(t, err.Error(), "no usable debug information was found")
 		assert.Contains(t, err.Error(), "404")
 		assert.Equal(t, 1, srv.count(s.BuildID), "asked once")
-		assert.ErrorIs(t, libompInfo(t, c, s).DebugErr, core.ErrNoDebugFile)
+		assert.ErrorIs(t, libompInfo(t, c, s).DebugErr, target.ErrNoDebugFile)
 	})
 	t.Run("hang", func(t *testing.T) {
 		release := make(chan struct{})
@@ -278,8 +278,8 @@ func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 		assert.Less(t, elapsed, 30*time.Second, "each stripped object waits one timeout at most")
 		assert.Positive(t, asked.Load())
 		derr := libompInfo(t, c, s).DebugErr
-		assert.ErrorIs(t, derr, core.ErrDebuginfod)
-		assert.False(t, errors.Is(derr, core.ErrNoDebugFile), "a server failing is not a missing file: %v", derr)
+		assert.ErrorIs(t, derr, target.ErrDebugServer)
+		assert.False(t, errors.Is(derr, target.ErrNoDebugFile), "a server failing is not a missing file: %v", derr)
 	})
 }
 

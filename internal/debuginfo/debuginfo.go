@@ -24,14 +24,15 @@ import (
 	"strings"
 
 	"github.com/ompd-go/ompd/internal/regfile"
+	"github.com/ompd-go/ompd/target"
 )
 
 // Errors returned by Find.
 var (
 	// ErrNotFound: no separate debug file was found anywhere.
-	ErrNotFound = errors.New("debuginfo: no debug file found")
+	ErrNotFound = target.ErrNoDebugFile
 	// ErrMismatch: a candidate was found but belongs to another build.
-	ErrMismatch = errors.New("debuginfo: debug file does not match the object")
+	ErrMismatch = target.ErrDebugMismatch
 )
 
 // Fetcher fetches the debug file of a build-id from outside this machine:

@@ -701,3 +701,20 @@ type dwarfState struct {
 	scan  *dieScanner          // what is left to index; nil when done
 	err   error
 }
+
+// Describe returns a copy of infos, the objects a target lists
+// (target.ObjectLister), each completed from its local file files[i] (nil
+// when none was opened): its build-id and its separate debug file or why
+// there is none (searched for now if no lookup has yet, see DebugFile).
+func Describe(infos []target.Object, files []*Object) []target.Object {
+	out := make([]target.Object, len(infos))
+	copy(out, infos)
+	for i := range out {
+		if i >= len(files) || files[i] == nil {
+			continue
+		}
+		out[i].BuildID = bytes.Clone(files[i].BuildID())
+		out[i].DebugFile, out[i].DebugErr = files[i].DebugFile()
+	}
+	return out
+}

@@ -836,3 +836,11 @@ func CheckOSThreads(t *testing.T, ths []target.Thread, truth *fixtures.Truth) {
 	assert.Equal(t, want, got, "OS threads: lwp -> fs_base (pthread_self)")
 	assert.Equal(t, want, gotPthread, "OS threads: lwp -> pthread_t (pthread_self)")
 }
+
+// Objects lists the objects of a target that lists them.
+func Objects(t testing.TB, l target.ObjectLister) []target.Object {
+	t.Helper()
+	objs, err := l.Objects()
+	require.NoError(t, err)
+	return objs
+}

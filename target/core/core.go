@@ -63,7 +63,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ompd-go/ompd/internal/debuginfo"
 	"github.com/ompd-go/ompd/internal/errjoin"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/regfile"
@@ -85,18 +84,6 @@ type config struct {
 
 	maxDecompressed int64 // > 0: WithMaxDecompressedSize
 }
-
-// Errors of the search for separate debug files (see ObjectInfo.DebugErr).
-var (
-	// ErrNoDebugFile: no separate debug file was found anywhere.
-	ErrNoDebugFile = debuginfo.ErrNotFound
-	// ErrDebugMismatch: a candidate was found but belongs to another
-	// build (its build-id or CRC differs), so it was refused.
-	ErrDebugMismatch = debuginfo.ErrMismatch
-	// ErrDebuginfod: no debuginfod server could give the file (errors,
-	// unreachable servers, time-outs).
-	ErrDebuginfod = debuginfod.ErrServer
-)
 
 // WithDebugDirs sets the global debug directories that separate debug
 // files are looked for in (gdb's debug-file-directory): by build-id as
@@ -163,26 +150,6 @@ func WithSearchPath(dirs ...string) Option {
 // symbolic links lead out of it).
 func (c *config) paths(name string) []string { return c.files.Candidates(name) }
 
-// ObjectInfo describes a loaded object of the core.
-type ObjectInfo struct {
-	// Name is the object's path as the core names it (in NT_FILE or the
-	// link_map list; the executable's is the path given to Open).
-	Name string
-	// Path is the file that was opened for it.
-	Path string
-	// Bias is the load bias: run-time address minus ELF virtual address.
-	Bias uint64
-	// BuildID is the GNU build-id of the file, or nil.
-	BuildID []byte
-	// DebugFile is the separate debug file the object's symbols or DWARF
-	// come from, "" if it has both itself or none was found.
-	DebugFile string
-	// DebugErr says why an object lacking its own symbol table or DWARF
-	// has no separate debug file (it matches ErrNoDebugFile, ErrDebuginfod
-	// or ErrDebugMismatch); nil otherwise.
-	DebugErr error
-}
-
 // Core is a core file opened with the executable it was dumped from.
 type Core struct {
 	corePath string
@@ -194,7 +161,7 @@ type Core struct {
 	mem      *memory
 	set      *objfile.Set
 	files    map[string]*mappedFile
-	infos    []ObjectInfo
+	infos    []target.Object
 	warnings []string
 	// notLoaded lists the libraries the core names that could not be
 	// loaded, with why.
@@ -215,6 +182,7 @@ var (
 	_ target.RegisterReader                        = (*Core)(nil)
 	_ target.FrameUnwinder                         = (*Core)(nil)
 	_ target.CodeLocator                           = (*Core)(nil)
+	_ target.ObjectLister                          = (*Core)(nil)
 	_ interface{ SymbolAt(uint64) (string, bool) } = (*Core)(nil)
 )
 
@@ -468,7 +436,7 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 	c.set = objfile.NewSet(objs...)
 	var bss, ro []region
 	for i, o := range objs {
-		c.infos = append(c.infos, ObjectInfo{Name: names[i], Path: o.Path(), Bias: o.Bias(), BuildID: o.BuildID()})
+		c.infos = append(c.infos, target.Object{Name: names[i], Path: o.Path(), Bias: o.Bias()})
 		for _, p := range o.File().Progs {
 			if p.Type != elf.PT_LOAD {
 				continue
@@ -694,19 +662,15 @@ func (c *Core) Close() error {
 	return c.closeErr
 }
 
-// Objects lists the loaded objects: the executable first, then the shared
-// libraries in load order. For an object that lacks its own symbol table or
-// DWARF it reports its separate debug file, searching for it first if no
-// lookup has yet (which may ask a debuginfod server, see WithDebuginfod).
-func (c *Core) Objects() []ObjectInfo {
-	out := make([]ObjectInfo, len(c.infos))
-	copy(out, c.infos)
-	for i, o := range c.set.Objects() {
-		if i < len(out) {
-			out[i].DebugFile, out[i].DebugErr = o.DebugFile()
-		}
-	}
-	return out
+// Objects lists the loaded objects (target.ObjectLister): the executable
+// first, then the shared libraries in load order; those the core names but
+// that could not be loaded are not listed (see Warnings). Name is the path
+// the core names (the executable's is the path given to Open). For an
+// object that lacks its own symbol table or DWARF it reports its separate
+// debug file, searching for it first if no lookup has yet (which may ask a
+// debuginfod server, see WithDebuginfod). The error is always nil.
+func (c *Core) Objects() ([]target.Object, error) {
+	return objfile.Describe(c.infos, c.set.Objects()), nil
 }
 
 // Warnings lists what Open could not load or check: libraries not found or

@@ -45,7 +45,7 @@ func TestCoreSize(t *testing.T) {
 
 func TestObjects(t *testing.T) {
 	f, c := openFixture(t)
-	objs := c.Objects()
+	objs := objectsOf(t, c)
 	require.NotEmpty(t, objs)
 	assert.Equal(t, f.exe, objs[0].Path)
 	assert.NotZero(t, objs[0].Bias, "gcc builds PIE executables by default")
@@ -209,7 +209,7 @@ func TestMemory(t *testing.T) {
 	require.NoError(t, err)
 	defer lf.Close()
 	var bias uint64
-	for _, o := range c.Objects() {
+	for _, o := range objectsOf(t, c) {
 		if o.Path == f.lib {
 			bias = o.Bias
 		}
@@ -303,13 +303,13 @@ func TestOptions(t *testing.T) {
 	c, err := Open(f.exe, f.core, WithFileMap(map[string]string{f.lib: moved}))
 	require.NoError(t, err)
 	found := false
-	for _, o := range c.Objects() {
+	for _, o := range objectsOf(t, c) {
 		if o.Path == moved {
 			found = true
 			assert.Equal(t, f.lib, o.Name)
 		}
 	}
-	assert.True(t, found, "%+v", c.Objects())
+	assert.True(t, found, "%+v", objectsOf(t, c))
 	addr, err := c.LookupThreadLocal(f.threads[0].tid, "lib_tls")
 	assert.NoError(t, err)
 	assert.Equal(t, f.threads[0].libTLS, addr)
@@ -320,7 +320,7 @@ func TestOptions(t *testing.T) {
 	// WithSysroot: an empty sysroot hides every library.
 	c, err = Open(f.exe, f.core, WithSysroot(t.TempDir()))
 	require.NoError(t, err)
-	assert.Len(t, c.Objects(), 1)
+	assert.Len(t, objectsOf(t, c), 1)
 	assert.NotEmpty(t, c.Warnings())
 	_, err = c.LookupSymbol("lib_local")
 	assert.ErrorIs(t, err, target.ErrNotFound)
@@ -501,4 +501,12 @@ func TestErrorsNameTheProblem(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "core: "), err.Error())
 	assert.False(t, errors.Is(err, target.ErrNoMemory))
+}
+
+// objectsOf lists c's objects.
+func objectsOf(t testing.TB, c *Core) []target.Object {
+	t.Helper()
+	objs, err := c.Objects()
+	require.NoError(t, err)
+	return objs
 }

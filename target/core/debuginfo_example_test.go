@@ -20,7 +20,11 @@ func ExampleWithDebuginfodFromEnv() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	for _, o := range c.Objects() {
+	objs, err := c.Objects()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, o := range objs {
 		switch {
 		case o.DebugErr != nil:
 			fmt.Printf("%s: no debug information: %v\n", o.Name, o.DebugErr)

@@ -28,7 +28,9 @@ func TestDlvDump(t *testing.T) {
 	ompdtest.CheckOSThreads(t, ths, stop.Truth)
 
 	var libomp bool
-	for _, o := range c.Objects() {
+	objs, err := c.Objects()
+	require.NoError(t, err)
+	for _, o := range objs {
 		libomp = libomp || o.Path == stop.Runtime.LibOMP
 	}
 	assert.True(t, libomp, "libomp found through the dynamic linker's list")

@@ -45,7 +45,11 @@ func ExampleCore_Objects() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	for _, o := range c.Objects() {
+	objs, err := c.Objects()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, o := range objs {
 		fmt.Printf("%#x %s build-id %x\n", o.Bias, o.Path, o.BuildID)
 	}
 }

@@ -210,15 +210,15 @@ func TestFuzzOpenSeed(t *testing.T) {
 	for _, w := range c.Warnings() {
 		assert.Contains(t, w, "dynamic linker's list") // the core has no .dynamic
 	}
-	require.Len(t, c.Objects(), 2)
-	assert.Equal(t, fuzzLibName, c.Objects()[1].Name)
+	require.Len(t, objectsOf(t, c), 2)
+	assert.Equal(t, fuzzLibName, objectsOf(t, c)[1].Name)
 	// Another library under the same name: refused by its headers.
 	require.NoError(t, os.WriteFile(filepath.Join(sysroot, fuzzLibName), append(bytes.Clone(lib[:64]), make([]byte, len(lib)-64)...), 0o644))
 	c2, err := newCore(bytes.NewReader(data), int64(len(data)), cfg)
 	require.NoError(t, err)
 	defer c2.Close()
 	require.NoError(t, c2.loadObjects(cfg, exe))
-	assert.Len(t, c2.Objects(), 1)
+	assert.Len(t, objectsOf(t, c2), 1)
 	assert.NotEmpty(t, c2.Warnings())
 	if real := shrunkRealCore(t); real != nil {
 		t.Logf("real core seed of %d bytes", len(real))

@@ -112,7 +112,7 @@ func TestKernelCore(t *testing.T) {
 	require.NoError(t, err)
 	defer lf.Close()
 	var bias uint64
-	for _, o := range c.Objects() {
+	for _, o := range objectsOf(t, c) {
 		if o.Path == f.lib {
 			bias = o.Bias
 		}

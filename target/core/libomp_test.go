@@ -29,12 +29,12 @@ func TestLibompCore(t *testing.T) {
 	}
 
 	var libomp string
-	for _, o := range c.Objects() {
+	for _, o := range objectsOf(t, c) {
 		if filepath.Base(o.Path) == "libomp.so" || strings.HasPrefix(filepath.Base(o.Path), "libomp.so.") {
 			libomp = o.Path
 		}
 	}
-	require.NotEmpty(t, libomp, "objects: %+v", c.Objects())
+	require.NotEmpty(t, libomp, "objects: %+v", objectsOf(t, c))
 
 	u64 := func(addr uint64) uint64 {
 		var b [8]byte

@@ -291,7 +291,7 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 
 	// Copies of the executable and of the runtime library for the
 	// object mutations.
-	for _, o := range c.Objects() {
+	for _, o := range objectsOf(t, c) {
 		if strings.HasPrefix(filepath.Base(o.Name), "libomp.so") {
 			m.libName = o.Name
 		}

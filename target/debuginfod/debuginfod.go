@@ -19,12 +19,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ompd-go/ompd/target"
 )
 
 var (
 	// ErrServer reports that no debuginfod server could give the file:
 	// every server answered an error, could not be reached, or timed out.
-	ErrServer = errors.New("debuginfod: no server could give the file")
+	// It is target.ErrDebugServer, which the targets' Objects report.
+	ErrServer = target.ErrDebugServer
 	// ErrNotFound reports that every server said it has no such file (or
 	// the build-id was empty). It also matches fs.ErrNotExist, which is
 	// how the targets' search for debug files (a Client is what they

@@ -16,6 +16,7 @@ import (
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
@@ -40,12 +41,29 @@ func TestStrippedRuntimeLive(t *testing.T) {
 		return p
 	}
 
+	// libomp returns the stripped runtime's entry of the process's objects.
+	libomp := func(t *testing.T, p *Process) target.Object {
+		t.Helper()
+		objs, err := p.Objects()
+		require.NoError(t, err)
+		for _, o := range objs {
+			if o.Path == s.LibOMP {
+				assert.Equal(t, s.BuildID, o.BuildID, "%+v", o)
+				assert.NoError(t, o.Err)
+				return o
+			}
+		}
+		t.Fatalf("no %s among %+v", s.LibOMP, objs)
+		return target.Object{}
+	}
+
 	t.Run("no debug information", func(t *testing.T) {
 		p := stop(t, WithDebugDirs())
 		_, err := ompd.Open(p)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ompd.ErrIncompatible)
 		assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
+		assert.ErrorIs(t, libomp(t, p).DebugErr, target.ErrNoDebugFile)
 	})
 
 	t.Run("debug directory", func(t *testing.T) {
@@ -58,6 +76,9 @@ func TestStrippedRuntimeLive(t *testing.T) {
 		require.NoError(t, err)
 		defer as.Close()
 		ompdtest.CheckTruth(t, as, r.truth(t))
+		o := libomp(t, p)
+		assert.NoError(t, o.DebugErr)
+		assert.Equal(t, link, o.DebugFile)
 	})
 
 	t.Run("debuginfod", func(t *testing.T) {

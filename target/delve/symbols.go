@@ -5,9 +5,10 @@ import (
 	"slices"
 
 	"github.com/ompd-go/ompd/internal/objfile"
+	"github.com/ompd-go/ompd/target"
 )
 
-// image is one object file Delve lists as loaded (Images), opened with
+// image is one object file Delve lists as loaded (Objects), opened with
 // package objfile for symbols, DWARF types and thread-local storage.
 type image struct {
 	o   *objfile.Object // nil if it could not be opened
@@ -100,29 +101,30 @@ func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, er
 // loaded object whose segments cover it (target.Symbolizer).
 func (t *Target) SymbolAt(addr uint64) (string, bool) { return t.look.SymbolAt(addr) }
 
-// ImageInfo describes an object loaded in the process.
-type ImageInfo struct {
-	Path string // as Delve reports it (the executable may be /proc/PID/exe)
-	Bias uint64 // load bias
-	Err  error  // why it could not be opened for lookups, or nil
-}
-
-// Images lists the objects loaded in the process: the executable first,
-// then the shared libraries in load order.
-func (t *Target) Images() ([]ImageInfo, error) {
+// Objects lists the objects loaded in the process (target.ObjectLister):
+// the executable first, then the shared libraries in load order. Name is
+// the path Delve reports (the executable's may be /proc/PID/exe), and the
+// file opened, Path, is that path; "" when it could not be opened (Err
+// says why).
+func (t *Target) Objects() ([]target.Object, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if _, err := t.setLocked(); err != nil {
+		t.mu.Unlock()
 		return nil, err
 	}
-	var out []ImageInfo
+	var infos []target.Object
+	var files []*objfile.Object
 	for _, im := range t.dt.BinInfo().Images {
-		k := imageKey{im.Path, im.StaticBase}
-		info := ImageInfo{Path: im.Path, Bias: im.StaticBase}
-		if e := t.objs[k]; e != nil && e.err != nil {
-			info.Err = fmt.Errorf("open %s: %w", im.Path, e.err)
+		info := target.Object{Name: im.Path, Path: im.Path, Bias: im.StaticBase}
+		var f *objfile.Object
+		if e := t.objs[imageKey{im.Path, im.StaticBase}]; e != nil {
+			if e.err != nil {
+				info.Path, info.Err = "", fmt.Errorf("open %s: %w", im.Path, e.err)
+			}
+			f = e.o
 		}
-		out = append(out, info)
+		infos, files = append(infos, info), append(files, f)
 	}
-	return out, nil
+	t.mu.Unlock()
+	return objfile.Describe(infos, files), nil
 }

@@ -437,6 +437,7 @@ func (m lockedMemory) ReadMemory(buf []byte, addr uint64) error { return m.t.rea
 var (
 	_ target.Target          = (*Target)(nil)
 	_ target.BitFieldLocator = (*Target)(nil)
+	_ target.ObjectLister    = (*Target)(nil)
 	_ target.Symbolizer      = (*Target)(nil)
 	_ target.VectorReader    = (*Target)(nil)
 )

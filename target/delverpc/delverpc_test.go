@@ -58,7 +58,7 @@ func TestSession(t *testing.T) {
 	require.NoError(t, err)
 	ompdtest.CheckOSThreads(t, ths, tr)
 
-	imgs, err := tgt.Images()
+	imgs, err := tgt.Objects()
 	require.NoError(t, err)
 	require.NotEmpty(t, imgs)
 	require.NoError(t, imgs[0].Err, "executable")
@@ -323,7 +323,7 @@ func TestPathMap(t *testing.T) {
 		delverpc.WithFileMap(map[string]string{rt.LibOMP: lib}))
 	require.NoError(t, err)
 	defer tgt.Close()
-	imgs, err := tgt.Images()
+	imgs, err := tgt.Objects()
 	require.NoError(t, err)
 	paths := map[string]string{}
 	for _, im := range imgs {
@@ -343,7 +343,7 @@ func TestPathMap(t *testing.T) {
 	tgt2, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithSysroot(root))
 	require.NoError(t, err)
 	defer tgt2.Close()
-	imgs, err = tgt2.Images()
+	imgs, err = tgt2.Objects()
 	require.NoError(t, err)
 	for _, im := range imgs {
 		if im.Name == rt.LibOMP {
@@ -358,7 +358,7 @@ func TestPathMap(t *testing.T) {
 	tgt4, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithFileMap(map[string]string{s.Exe: filepath.Join(dir, "absent")}))
 	require.NoError(t, err)
 	defer tgt4.Close()
-	imgs, err = tgt4.Images()
+	imgs, err = tgt4.Objects()
 	require.NoError(t, err)
 	require.NoError(t, imgs[0].Err)
 	assert.Equal(t, fmt.Sprintf("/proc/%d/exe", tr.PID), imgs[0].Path)
@@ -367,7 +367,7 @@ func TestPathMap(t *testing.T) {
 	tgt3, err := delverpc.Dial(ctx, s.Srv.Addr, delverpc.WithFileMap(map[string]string{rt.LibOMP: s.Exe}))
 	require.NoError(t, err)
 	defer tgt3.Close()
-	imgs, err = tgt3.Images()
+	imgs, err = tgt3.Objects()
 	require.NoError(t, err)
 	var refused bool
 	for _, im := range imgs {
@@ -402,7 +402,7 @@ func TestCoreServer(t *testing.T) {
 	ths, err := tgt.Threads()
 	require.NoError(t, err)
 	ompdtest.CheckOSThreads(t, ths, stop.Truth)
-	imgs, err := tgt.Images()
+	imgs, err := tgt.Objects()
 	require.NoError(t, err)
 	require.NoError(t, imgs[0].Err, "executable")
 	var libomp bool

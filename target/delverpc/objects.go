@@ -22,14 +22,6 @@ import (
 // process loaded.
 var ErrMismatch = errors.New("local file is another build than the process's")
 
-// ImageInfo describes an object loaded in the process.
-type ImageInfo struct {
-	Name string // the path the server names ("" for an executable it does not name)
-	Path string // the local file opened for it, "" if none
-	Bias uint64 // load bias
-	Err  error  // why no local file could be used, or nil
-}
-
 // image is one object opened locally.
 type image struct {
 	o    *objfile.Object // nil if none could be used
@@ -45,7 +37,8 @@ type imageKey struct {
 // objects are the loaded objects of one stop.
 type objects struct {
 	set   *objfile.Set
-	infos []ImageInfo
+	infos []target.Object
+	files []*objfile.Object // infos[i]'s local file, nil if none
 }
 
 // objectsLocked returns the objects loaded at this stop: the executable
@@ -62,11 +55,12 @@ func (t *Target) objectsLocked() (*objects, error) {
 	if err := t.c.call(bg, false, "ListDynamicLibraries", rpc2.ListDynamicLibrariesIn{}, &libs); err != nil {
 		return nil, fmt.Errorf("loaded libraries: %w", err)
 	}
-	var libObjs []*objfile.Object
-	var infos []ImageInfo
+	var libObjs, files []*objfile.Object
+	var infos []target.Object
 	for _, l := range libs.List {
 		im := t.openLocked(l.Path, l.Address, []string{l.Path})
-		infos = append(infos, ImageInfo{Name: l.Path, Path: im.path, Bias: l.Address, Err: im.err})
+		infos = append(infos, target.Object{Name: l.Path, Path: im.path, Bias: l.Address, Err: im.err})
+		files = append(files, im.o)
 		if im.o != nil {
 			libObjs = append(libObjs, im.o)
 		}
@@ -85,18 +79,20 @@ func (t *Target) objectsLocked() (*objects, error) {
 				continue // the executable; the vDSO
 			}
 			im := t.openLocked(e.Name, e.LAddr, []string{e.Name})
-			infos = append(infos, ImageInfo{Name: e.Name, Path: im.path, Bias: e.LAddr, Err: im.err})
+			infos = append(infos, target.Object{Name: e.Name, Path: im.path, Bias: e.LAddr, Err: im.err})
+			files = append(files, im.o)
 			if im.o != nil {
 				libObjs = append(libObjs, im.o)
 			}
 		}
 	}
-	infos = append([]ImageInfo{exe}, infos...)
+	infos = append([]target.Object{exe}, infos...)
+	files = append([]*objfile.Object{exeObj}, files...)
 	objs := libObjs
 	if exeObj != nil {
 		objs = append([]*objfile.Object{exeObj}, libObjs...)
 	}
-	t.objs = &objects{set: objfile.NewSet(objs...), infos: infos}
+	t.objs = &objects{set: objfile.NewSet(objs...), infos: infos, files: files}
 	return t.objs, nil
 }
 
@@ -165,8 +161,8 @@ func (t *Target) verifyLocked(o *objfile.Object) error {
 // l_addr of the first entry of the dynamic linker's link_map list (found
 // through _r_debug in the libraries), or else where the server places
 // main (see exeBiasLocked).
-func (t *Target) exeLocked(libs []*objfile.Object) ImageInfo {
-	info := ImageInfo{Name: t.exeName()}
+func (t *Target) exeLocked(libs []*objfile.Object) target.Object {
+	info := target.Object{Name: t.exeName()}
 	biasKnown := false
 	if rd, err := objfile.NewSet(libs...).Lookup("_r_debug"); err == nil {
 		lm, err := objfile.ReadLinkMap(lockedMemory{t}, rd, 8, binary.LittleEndian)
@@ -325,15 +321,16 @@ func (t *Target) BitField(typeName, field string) (bitOffset, bitSize uint64, er
 // (target.Symbolizer).
 func (t *Target) SymbolAt(addr uint64) (string, bool) { return t.look.SymbolAt(addr) }
 
-// Images lists the objects loaded in the process at this stop: the
-// executable first, then the libraries, with the local file used for each
-// or why none could be.
-func (t *Target) Images() ([]ImageInfo, error) {
+// Objects lists the objects loaded in the process at this stop
+// (target.ObjectLister): the executable first, then the libraries, with
+// the local file used for each or why none could be. Name is the path the
+// server names ("" for an executable it does not name).
+func (t *Target) Objects() ([]target.Object, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.objectsLocked()
+	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return append([]ImageInfo(nil), o.infos...), nil
+	return objfile.Describe(o.infos, o.files), nil
 }

@@ -92,7 +92,7 @@ func backtraceAll(b *testing.B, threads []ompd.Thread) int {
 }
 
 func openCoreB(b *testing.B, exe, path string) *core.Core {
-	c, err := core.Open(exe, path)
+	c, err := core.Open(context.Background(), exe, path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // task each frame belongs to and the runtime's frames folded into the call
 // the program made.
 func ExampleThread_Backtrace() {
-	c, err := core.Open("prog", "prog.core")
+	c, err := core.Open(context.Background(), "prog", "prog.core")
 	if err != nil {
 		log.Fatal(err)
 	}

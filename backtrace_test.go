@@ -161,7 +161,7 @@ func (f *fuzzedRegisters) ThreadRegisters(tid uint64) (target.Registers, error) 
 // a panic.
 func FuzzBacktraceRegisters(f *testing.F) {
 	stop := fixtures.Core(f, fixtures.Tasks)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(f, err)
 	f.Cleanup(func() { c.Close() })
 	f.Add(uint64(0x7ffff7efbde6), uint64(8), uint64(16), uint64(0), uint8(4|16))
@@ -194,7 +194,7 @@ func FuzzBacktraceRegisters(f *testing.F) {
 // that could be found and a reason, not an error.
 func TestBacktraceCorruptStack(t *testing.T) {
 	stop := fixtures.Core(t, fixtures.Tasks)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	for _, tc := range []struct {

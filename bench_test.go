@@ -30,9 +30,9 @@ import (
 func openBenchCore(b *testing.B, n string) (*fixtures.Stop, *core.Core) {
 	b.Helper()
 	stop := fixtures.Core(b, fixtures.Many, n)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	if err != nil {
-		b.Fatalf("core.Open(%s, %s): %v", stop.Exe, stop.Core, err)
+		b.Fatalf("core.Open(context.Background(), %s, %s): %v", stop.Exe, stop.Core, err)
 	}
 	b.Cleanup(func() { c.Close() })
 	return stop, c
@@ -139,7 +139,7 @@ func TestColdStartHelper(t *testing.T) {
 		t.Fatalf("%s=%q: want \"EXE CORE\"", coldEnv, spec)
 	}
 	cpu, start := ompdtest.CPUTime(), time.Now()
-	c, err := core.Open(exe, corePath)
+	c, err := core.Open(context.Background(), exe, corePath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func openCore(t *testing.T, name string, args ...string) (*fixtures.Stop, *ompd.AddressSpace) {
 	t.Helper()
 	stop := fixtures.Core(t, name, args...)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	as, err := ompd.Open(c)
@@ -210,7 +210,7 @@ func TestAddressSpaceOnCore(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 
 	// Handles of another address space over the same core are not equal.
-	c2, err := core.Open(stop.Exe, stop.Core)
+	c2, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c2.Close()
 	as2, err := ompd.Open(c2)
@@ -298,7 +298,7 @@ func TestNoRuntime(t *testing.T) {
 	corePath := filepath.Join(dir, "plain.core")
 	out, err = exec.Command("gdb", "-nx", "-batch", "-ex", "break stopme", "-ex", "run", "-ex", "gcore "+corePath, "-ex", "kill", exe).CombinedOutput()
 	require.NoError(t, err, string(out))
-	c, err := core.Open(exe, corePath)
+	c, err := core.Open(context.Background(), exe, corePath)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = ompd.Open(c)

@@ -11,7 +11,7 @@ import (
 )
 
 // stoppedProgram stands for what a debugger hands the library: a core file
-// (core.Open(exe, corefile)), a live process (delve.Attach(pid)), or its own
+// (core.Open(ctx, exe, corefile)), a live process (delve.Attach(ctx, pid)), or its own
 // target.Target. Here it is a synthetic program so that the examples'
 // output is fixed: an outer parallel region of 4 threads, in which thread 1
 // opens an inner region of 2, whose thread 1 (gtid 2) nests three

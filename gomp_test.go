@@ -146,7 +146,7 @@ func TestBothRuntimesLoaded(t *testing.T) {
 	} {
 		t.Run(c.used, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, c.info, fixtures.Nested)
-			cr, err := core.Open(stop.Exe, stop.Core)
+			cr, err := core.Open(context.Background(), stop.Exe, stop.Core)
 			require.NoError(t, err)
 			defer cr.Close()
 			as, err := ompd.Open(cr)
@@ -353,7 +353,7 @@ func (c renamedNode) ReadMemory(buf []byte, addr uint64) error {
 // member looked up).
 func TestGompUnknownReleaseThroughOpen(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, core.WithDebugDirs())
 	require.NoError(t, err)
 	defer c.Close()
 	for _, tc := range []struct{ node, release string }{

@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"context"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 // libompName returns the path of the runtime library as the core names it.
 func libompName(t *testing.T, stop *fixtures.Stop) string {
 	t.Helper()
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	for _, o := range ompdtest.Objects(t, c) {
@@ -69,7 +70,7 @@ func TestBrokenRuntimeLibrary(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				c, err := core.Open(stop.Exe, stop.Core, core.WithFileMap(map[string]string{name: tc.path}))
+				c, err := core.Open(context.Background(), stop.Exe, stop.Core, core.WithFileMap(map[string]string{name: tc.path}))
 				require.NoError(t, err)
 				defer c.Close()
 				assert.Contains(t, strings.Join(c.Warnings(), "\n"), tc.why)
@@ -116,7 +117,7 @@ func TestCoreChangesUnderReader(t *testing.T) {
 	for _, size := range []int64{int64(len(data)) * 3 / 4, int64(len(data)) / 2, 0} {
 		p := filepath.Join(t.TempDir(), "core")
 		require.NoError(t, os.WriteFile(p, data, 0o644))
-		c, err := core.Open(stop.Exe, p)
+		c, err := core.Open(context.Background(), stop.Exe, p)
 		require.NoError(t, err)
 		as, err := ompd.Open(c)
 		require.NoError(t, err)

@@ -25,7 +25,7 @@ func TestNoOMPDRuntimeCores(t *testing.T) {
 			info := fixtures.RuntimeVariant(t, fixtures.VariantNoOMPD)
 			stop := fixtures.CoreWith(t, info, c.name, c.args...)
 			assert.NotContains(t, stop.Stderr, "OMP_OMPD active", "the runtime has no OMPD support")
-			co, err := core.Open(stop.Exe, stop.Core)
+			co, err := core.Open(context.Background(), stop.Exe, stop.Core)
 			require.NoError(t, err)
 			t.Cleanup(func() { co.Close() })
 			as, err := ompd.Open(co)

@@ -22,8 +22,8 @@ import (
 // readmeShow is the README's first example (section "Use", func show),
 // printing to w instead of standard output. TestREADMEShowIsVerbatim keeps
 // the two the same.
-func readmeShow(w io.Writer, exe, corefile string) error {
-	c, err := core.Open(exe, corefile) // or delve.Attach(pid), or your own target.Target
+func readmeShow(ctx context.Context, w io.Writer, exe, corefile string) error {
+	c, err := core.Open(ctx, exe, corefile) // or delve.Attach(ctx, pid), or your own target.Target
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func readmeShow(w io.Writer, exe, corefile string) error {
 			fmt.Fprintf(w, "  level %d: %d threads\n", level, n)
 		}
 	}
-	snap, err := as.Snapshot(context.Background()) // everything at once, JSON-ready
+	snap, err := as.Snapshot(ctx) // everything at once, JSON-ready
 	_ = snap
 	return err
 }
@@ -76,9 +76,9 @@ func TestREADMEShowIsVerbatim(t *testing.T) {
 	require.NoError(t, err)
 	self, err := os.ReadFile("readme_test.go")
 	require.NoError(t, err)
-	want := funcBody(t, string(readme), "func show(exe, corefile string) error {")
+	want := funcBody(t, string(readme), "func show(ctx context.Context, exe, corefile string) error {")
 	want = strings.NewReplacer("fmt.Println(", "fmt.Fprintln(w, ", "fmt.Printf(", "fmt.Fprintf(w, ").Replace(want)
-	assert.Equal(t, want, funcBody(t, string(self), "func readmeShow(w io.Writer, exe, corefile string) error {"))
+	assert.Equal(t, want, funcBody(t, string(self), "func readmeShow(ctx context.Context, w io.Writer, exe, corefile string) error {"))
 }
 
 // TestREADMEShowOnSystemGomp runs the README's first example on cores of
@@ -92,7 +92,7 @@ func TestREADMEShowOnSystemGomp(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), name)
 			var out bytes.Buffer
-			require.NoError(t, readmeShow(&out, stop.Exe, stop.Core))
+			require.NoError(t, readmeShow(context.Background(), &out, stop.Exe, stop.Core))
 			as := openStop(t, stop)
 			threads, err := ompd.Collect(as.Threads())
 			require.NoError(t, err)

@@ -59,7 +59,7 @@ func openShipped(t *testing.T) (*core.Core, string) {
 	for _, f := range []string{"nested", "libomp.so", "core"} {
 		gunzip(t, filepath.Join(src, f+".gz"), filepath.Join(dir, f))
 	}
-	c, err := core.Open(filepath.Join(dir, "nested"), filepath.Join(dir, "core"),
+	c, err := core.Open(context.Background(), filepath.Join(dir, "nested"), filepath.Join(dir, "core"),
 		core.WithFileMap(map[string]string{shippedCore + "/lib/libomp.so": filepath.Join(dir, "libomp.so")}),
 		// Nothing of this machine: its own libraries (another glibc,
 		// perhaps) and debug files stay out.

@@ -1,6 +1,7 @@
 package ompd_test
 
 import (
+	"context"
 	enchex "encoding/hex"
 	"errors"
 	"net/http"
@@ -40,7 +41,7 @@ func strippedStop(t *testing.T, v fixtures.Variant, name string) (*fixtures.Stop
 // openStripped opens the core with the options and its address space.
 func openStripped(t *testing.T, stop *fixtures.Stop, opts ...core.Option) (*core.Core, *ompd.AddressSpace, error) {
 	t.Helper()
-	c, err := core.Open(stop.Exe, stop.Core, opts...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	as, err := ompd.Open(c)

@@ -21,7 +21,7 @@ import (
 // when the test ends.
 func openStop(t *testing.T, stop *fixtures.Stop, opts ...core.Option) *ompd.AddressSpace {
 	t.Helper()
-	c, err := core.Open(stop.Exe, stop.Core, opts...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	as, err := ompd.Open(c)

@@ -135,7 +135,7 @@ func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 		rec.Error = p.err
 		return rec
 	}
-	proc, err := delve.Attach(p.pid, o.liveOptions(ctx)...)
+	proc, err := delve.Attach(ctx, p.pid, o.liveOptions(ctx)...)
 	if err != nil {
 		rec.Error = attachError(p.pid, err).Error()
 		return rec

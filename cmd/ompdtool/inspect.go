@@ -68,7 +68,7 @@ func byteCount(n int64) string {
 
 // coreOptions are the target/core options the flags ask for.
 func (o *options) coreOptions(ctx context.Context) []core.Option {
-	opts := []core.Option{core.WithDebuginfod(o.debuginfod()), core.WithDebugContext(ctx), core.WithContext(ctx)}
+	opts := []core.Option{core.WithDebuginfod(o.debuginfod()), core.WithDebugContext(ctx)}
 	return append(opts, fileOptions(o, core.WithDebugDirs, core.WithSysroot, core.WithFileMap)...)
 }
 
@@ -146,7 +146,7 @@ func (o *options) openCore(ctx context.Context, exe, path string) (*core.Core, e
 		}
 		o.progressf("decompressing %s (%s) to a temporary file", path, size)
 	}
-	return core.Open(exe, path, o.coreOptions(ctx)...)
+	return core.Open(ctx, exe, path, o.coreOptions(ctx)...)
 }
 
 // readCore reads the snapshot of one core file, and its summary as rank.

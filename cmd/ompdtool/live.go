@@ -43,7 +43,7 @@ func runAttach(ctx context.Context, o *options, args []string, out io.Writer) er
 	if err != nil || pid <= 0 {
 		return usagef("attach", "bad process id %q", args[0])
 	}
-	p, err := delve.Attach(pid, o.liveOptions(ctx)...)
+	p, err := delve.Attach(ctx, pid, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func runLaunch(ctx context.Context, o *options, args []string, out io.Writer) er
 	if err != nil {
 		return err
 	}
-	p, err := delve.Launch(prog, o.liveOptions(ctx)...)
+	p, err := delve.Launch(ctx, prog, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func runEvents(ctx context.Context, o *options, args []string, out io.Writer) er
 		return err
 	}
 	asJSON := o.json
-	p, err := delve.Launch(prog, o.liveOptions(ctx)...)
+	p, err := delve.Launch(ctx, prog, o.liveOptions(ctx)...)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package compare_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -81,9 +82,9 @@ type fixture struct {
 func openFixture(tb testing.TB, name string, args ...string) *fixture {
 	tb.Helper()
 	stop := fixtures.Core(tb, name, args...)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	if err != nil {
-		tb.Fatalf("core.Open(%s, %s): %v", stop.Exe, stop.Core, err)
+		tb.Fatalf("core.Open(context.Background(), %s, %s): %v", stop.Exe, stop.Core, err)
 	}
 	tb.Cleanup(func() { c.Close() })
 	return &fixture{stop: stop, target: c}

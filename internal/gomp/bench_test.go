@@ -1,6 +1,7 @@
 package gomp_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 
@@ -36,7 +37,7 @@ func BenchmarkStop(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			stop := fixtures.CoreWith(b, c.info(b), fixtures.Many, "64")
-			cr, err := core.Open(stop.Exe, stop.Core, core.WithDebugDirs())
+			cr, err := core.Open(context.Background(), stop.Exe, stop.Core, core.WithDebugDirs())
 			require.NoError(b, err)
 			defer cr.Close()
 			ct := &countingCore{Core: cr}

@@ -1,6 +1,7 @@
 package gomp_test
 
 import (
+	"context"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func (c *patchCore) ReadMemory(buf []byte, addr uint64) error {
 // ErrCorrupt naming the variables when a real core's are corrupted.
 func TestPlacesBounds(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.GompRuntime(t, fixtures.GompVersions[1]), fixtures.ICVs)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	places := func(patches ...memPatch) (string, error) {

@@ -1,6 +1,7 @@
 package gomp_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func (c *corruptCore) ReadMemory(buf []byte, addr uint64) error {
 // panic or a hang is not.
 func TestCorruptMemory(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.GompRuntime(t, fixtures.GompVersions[1]), fixtures.Tasks)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	failed := 0
@@ -147,7 +148,7 @@ func walkAll(r omprt.Runtime) (failed int) {
 // another refreshes it (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.GompRuntime(t, fixtures.GompVersions[0]), fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	r, err := gomp.Open(c)

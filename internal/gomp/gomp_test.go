@@ -1,6 +1,7 @@
 package gomp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -79,7 +80,7 @@ func setups() []setup {
 func openCore(t *testing.T, s setup, name string) (*fixtures.Stop, *core.Core, omprt.Runtime) {
 	t.Helper()
 	stop := fixtures.CoreWith(t, s.info(t), name)
-	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	r, err := gomp.Open(c)
@@ -107,7 +108,7 @@ func TestHostTeamsBody(t *testing.T) {
 	for _, s := range setups() {
 		t.Run(s.name, func(t *testing.T) {
 			stop := fixtures.CoreWith(t, s.info(t), fixtures.HostTeams, "body")
-			c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+			c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 			require.NoError(t, err)
 			t.Cleanup(func() { c.Close() })
 			r, err := gomp.Open(c)
@@ -495,7 +496,7 @@ func checkTasks(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 func TestUnknownLibrary(t *testing.T) {
 	s := setups()[len(setups())-1]
 	stop := fixtures.CoreWith(t, s.info(t), fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	defer c.Close()
 	saved := gomp.KnownLayouts()
@@ -527,7 +528,7 @@ func checkUnknownLibraryError(t *testing.T, err error) {
 func TestLayoutFailsSanity(t *testing.T) {
 	s := setups()[len(setups())-1]
 	stop := fixtures.CoreWith(t, s.info(t), fixtures.Tasks)
-	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	defer c.Close()
 	saved := gomp.KnownLayouts()
@@ -552,7 +553,7 @@ func TestLayoutFailsSanity(t *testing.T) {
 // TestNoLibgomp: a program on LLVM's runtime has no libgomp.
 func TestNoLibgomp(t *testing.T) {
 	stop := fixtures.Core(t, fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = gomp.Open(c)
@@ -587,7 +588,7 @@ func (c *teamJunkCore) ReadMemory(buf []byte, addr uint64) error {
 func TestOneThreadInTransit(t *testing.T) {
 	s := setups()[len(setups())-1]
 	stop := fixtures.CoreWith(t, s.info(t), fixtures.NestedExit)
-	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	defer c.Close()
 	r, err := gomp.Open(c)

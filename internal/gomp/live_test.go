@@ -65,7 +65,7 @@ func TestLiveAgainstTruth(t *testing.T) {
 					"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
 					"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"))
 				opts := append([]delve.Option{delve.WithEnv(env)}, c.opts(t)...)
-				p, err := delve.Launch([]string{exe}, opts...)
+				p, err := delve.Launch(context.Background(), []string{exe}, opts...)
 				if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 					fixtures.Unavailable(t, "ptrace not allowed: %v", err)
 				}

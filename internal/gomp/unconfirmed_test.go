@@ -64,7 +64,7 @@ func idleCore(t *testing.T) (*core.Core, *gomp.Layout, uint64, []uint64) {
 	s := setups()[len(setups())-1]
 	require.Equal(t, "system", s.name)
 	stop := fixtures.CoreWith(t, s.info(t), fixtures.Idle)
-	c, err := core.Open(stop.Exe, stop.Core, s.opts(t)...)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core, s.opts(t)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	r, err := gomp.Open(c)
@@ -246,7 +246,7 @@ func TestLayoutUnconfirmedLive(t *testing.T) {
 			env := fixtures.Env(fixtures.Nested,
 				"OMPD_FIXTURE_STDOUT="+filepath.Join(dir, "stdout.txt"),
 				"OMPD_FIXTURE_STDERR="+filepath.Join(dir, "stderr.txt"))
-			p, err := delve.Launch([]string{exe}, delve.WithEnv(env), delve.WithDebugDirs())
+			p, err := delve.Launch(context.Background(), []string{exe}, delve.WithEnv(env), delve.WithDebugDirs())
 			if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 				fixtures.Unavailable(t, "ptrace not allowed: %v", err)
 			}

@@ -1,6 +1,7 @@
 package summary_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -20,7 +21,7 @@ import (
 // snapshotOf reads the snapshot of a fixture's core.
 func snapshotOf(t *testing.T, stop *fixtures.Stop) *ompd.Snapshot {
 	t.Helper()
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	return ompdtest.SnapshotOf(t, c)

@@ -26,14 +26,6 @@ var (
 // what --long=30 can ask for, more than any core compressor uses).
 const maxZstdWindow = 1 << 30
 
-// WithContext bounds the long work of Open itself: decompressing a
-// compressed core can take a while for a large one. Cancelling ctx makes
-// Open return its error. (Debug-file searches after Open are bounded by
-// WithDebugContext.)
-func WithContext(ctx context.Context) Option {
-	return func(c *config) { c.openCtx = ctx }
-}
-
 // WithTempDir sets the directory where a compressed core is decompressed
 // to (default os.TempDir()). The file is removed from the directory as
 // soon as it is created: it lives only while the Core is open.
@@ -61,7 +53,7 @@ var ErrDecompressedSize = errors.New("decompressed core too large")
 // anonymous temporary file holding its decompressed content (f is then
 // closed). zstd (systemd-coredump's default) is read; xz and lz4, which
 // systemd can also use, are named in the error.
-func decompressed(f *os.File, cfg *config) (*os.File, error) {
+func decompressed(ctx context.Context, f *os.File, cfg *config) (*os.File, error) {
 	head := make([]byte, 6)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
@@ -75,10 +67,6 @@ func decompressed(f *os.File, cfg *config) (*os.File, error) {
 		return nil, fmt.Errorf("%s is compressed with lz4: decompress it first (lz4 -d)", f.Name())
 	case !bytes.HasPrefix(head, zstdMagic):
 		return f, nil
-	}
-	ctx := cfg.openCtx
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	tmp, err := os.CreateTemp(cfg.tempDir, "ompd-core-*")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -40,7 +41,7 @@ func zstdCLI(t *testing.T, src string) string {
 func TestZstdCore(t *testing.T) {
 	stop := fixtures.Core(t, fixtures.Nested)
 	zst := zstdCLI(t, stop.Core)
-	c, err := core.Open(stop.Exe, zst, core.WithTempDir(t.TempDir()))
+	c, err := core.Open(context.Background(), stop.Exe, zst, core.WithTempDir(t.TempDir()))
 	require.NoError(t, err)
 	defer c.Close()
 	as, err := ompd.Open(c)
@@ -48,7 +49,7 @@ func TestZstdCore(t *testing.T) {
 	defer as.Close()
 	ompdtest.CheckTruth(t, as, stop.Truth)
 
-	plain, err := core.Open(stop.Exe, stop.Core)
+	plain, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer plain.Close()
 	a, err := c.Threads()
@@ -97,7 +98,7 @@ func TestZstdCoreStreamed(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c, err := core.Open(stop.Exe, dst, core.WithTempDir(tmp))
+	c, err := core.Open(context.Background(), stop.Exe, dst, core.WithTempDir(tmp))
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	defer c.Close()
@@ -129,19 +130,23 @@ func TestCompressedCoreErrors(t *testing.T) {
 		return p
 	}
 
-	_, err = core.Open(stop.Exe, write("cut.zst", data[:len(data)/2]), core.WithTempDir(dir))
+	_, err = core.Open(context.Background(), stop.Exe, write("cut.zst", data[:len(data)/2]), core.WithTempDir(dir))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "decompressing")
 	assert.Contains(t, err.Error(), "cut.zst")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = core.Open(stop.Exe, zst, core.WithContext(ctx), core.WithTempDir(dir))
+	_, err = core.Open(ctx, stop.Exe, zst, core.WithTempDir(dir))
 	assert.ErrorIs(t, err, context.Canceled)
+	// Cancelled while it decompresses.
+	_, err = core.Open(&lateCancel{Context: context.Background()}, stop.Exe, zst, core.WithTempDir(dir))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, "decompressing")
 
-	_, err = core.Open(stop.Exe, write("core.xz", []byte("\xfd7zXZ\x00rest")))
+	_, err = core.Open(context.Background(), stop.Exe, write("core.xz", []byte("\xfd7zXZ\x00rest")))
 	assert.ErrorContains(t, err, "compressed with xz")
-	_, err = core.Open(stop.Exe, write("core.lz4", []byte("\x04\x22\x4d\x18rest")))
+	_, err = core.Open(context.Background(), stop.Exe, write("core.lz4", []byte("\x04\x22\x4d\x18rest")))
 	assert.ErrorContains(t, err, "compressed with lz4")
 
 	entries, err := os.ReadDir(dir)
@@ -170,11 +175,11 @@ func TestZstdCoreSizeBound(t *testing.T) {
 	last := f.Progs[len(f.Progs)-1]
 
 	// The same content opens; one more byte (2 MiB more, in zeros) does not.
-	c, err := core.Open(stop.Exe, compress("ok.zst", plain), core.WithTempDir(dir))
+	c, err := core.Open(context.Background(), stop.Exe, compress("ok.zst", plain), core.WithTempDir(dir))
 	require.NoError(t, err)
 	c.Close()
 	padded := append(append([]byte(nil), plain...), make([]byte, 2<<20)...)
-	_, err = core.Open(stop.Exe, compress("padded.zst", padded), core.WithTempDir(dir))
+	_, err = core.Open(context.Background(), stop.Exe, compress("padded.zst", padded), core.WithTempDir(dir))
 	assert.ErrorIs(t, err, core.ErrDecompressedSize)
 	assert.ErrorContains(t, err, "padded.zst")
 	assert.ErrorContains(t, err, fmt.Sprintf("more than the %d bytes its ELF headers say", len(plain)))
@@ -183,22 +188,36 @@ func TestZstdCoreSizeBound(t *testing.T) {
 	huge := append([]byte(nil), plain...)
 	phdr := f.FileHeader.ByteOrder.Uint64(plain[32:]) + uint64(len(f.Progs)-1)*56
 	binary.LittleEndian.PutUint64(huge[phdr+32:], 1<<40) // p_filesz
-	_, err = core.Open(stop.Exe, compress("huge.zst", huge), core.WithTempDir(dir), core.WithMaxDecompressedSize(1<<32))
+	_, err = core.Open(context.Background(), stop.Exe, compress("huge.zst", huge), core.WithTempDir(dir), core.WithMaxDecompressedSize(1<<32))
 	assert.ErrorIs(t, err, core.ErrDecompressedSize)
 	assert.ErrorContains(t, err, "temporary directory")
 	require.Less(t, last.Off+last.Filesz, uint64(1<<40))
 
 	// A bound below the core's size.
-	_, err = core.Open(stop.Exe, compress("small.zst", plain), core.WithTempDir(dir), core.WithMaxDecompressedSize(int64(len(plain)/2)))
+	_, err = core.Open(context.Background(), stop.Exe, compress("small.zst", plain), core.WithTempDir(dir), core.WithMaxDecompressedSize(int64(len(plain)/2)))
 	assert.ErrorIs(t, err, core.ErrDecompressedSize)
 
 	// Not ELF at all, and less than an ELF header.
-	_, err = core.Open(stop.Exe, compress("text.zst", bytes.Repeat([]byte("not a core\n"), 100)), core.WithTempDir(dir))
+	_, err = core.Open(context.Background(), stop.Exe, compress("text.zst", bytes.Repeat([]byte("not a core\n"), 100)), core.WithTempDir(dir))
 	assert.ErrorContains(t, err, "no ELF file")
-	_, err = core.Open(stop.Exe, compress("short.zst", plain[:40]), core.WithTempDir(dir))
+	_, err = core.Open(context.Background(), stop.Exe, compress("short.zst", plain[:40]), core.WithTempDir(dir))
 	assert.ErrorContains(t, err, "no ELF core")
 
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 6, "only the compressed files")
+}
+
+// lateCancel is a context that is cancelled from its second Err on: after
+// Open's first check, in the middle of its work.
+type lateCancel struct {
+	context.Context
+	n atomic.Int32
+}
+
+func (c *lateCancel) Err() error {
+	if c.n.Add(1) > 1 {
+		return context.Canceled
+	}
+	return nil
 }

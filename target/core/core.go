@@ -79,7 +79,6 @@ type config struct {
 	files targetopt.Files
 	debug targetopt.Debug
 
-	openCtx context.Context // nil: context.Background()
 	tempDir string
 
 	maxDecompressed int64 // > 0: WithMaxDecompressedSize
@@ -191,17 +190,25 @@ var (
 // options. A library that cannot be found or does not match the core (by
 // build-id) is left out with a warning (see Warnings); an executable that
 // does not match is an error.
-func Open(exePath, corePath string, opts ...Option) (*Core, error) {
+//
+// ctx bounds the work of Open itself: decompressing a compressed core can
+// take a while for a large one, and cancelling ctx makes Open return its
+// error. The searches for separate debug files that lookups make later,
+// for the core's whole life, are bounded by WithDebugContext instead.
+func Open(ctx context.Context, exePath, corePath string, opts ...Option) (*Core, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	cfg.debug.Resolve()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	f, err := regfile.Open(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)
 	}
-	df, err := decompressed(f, &cfg)
+	df, err := decompressed(ctx, f, &cfg)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("core: %w", err)
@@ -220,6 +227,10 @@ func Open(exePath, corePath string, opts ...Option) (*Core, error) {
 	c.f = f
 	c.corePath = corePath
 	c.size, c.mtime = st.Size(), st.ModTime()
+	if err := ctx.Err(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	if err := c.loadObjects(&cfg, exePath); err != nil {
 		c.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -21,7 +22,7 @@ import (
 func openFixture(t *testing.T, opts ...Option) (*fixture, *Core) {
 	t.Helper()
 	f := getFixture(t)
-	c, err := Open(f.exe, f.core, opts...)
+	c, err := Open(context.Background(), f.exe, f.core, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	for _, w := range c.Warnings() {
@@ -300,7 +301,7 @@ func TestOptions(t *testing.T) {
 	require.NoError(t, err)
 	moved := filepath.Join(other, "libtls-copy.so")
 	require.NoError(t, os.WriteFile(moved, data, 0o644))
-	c, err := Open(f.exe, f.core, WithFileMap(map[string]string{f.lib: moved}))
+	c, err := Open(context.Background(), f.exe, f.core, WithFileMap(map[string]string{f.lib: moved}))
 	require.NoError(t, err)
 	found := false
 	for _, o := range objectsOf(t, c) {
@@ -318,7 +319,7 @@ func TestOptions(t *testing.T) {
 	require.NoError(t, c.Close())
 
 	// WithSysroot: an empty sysroot hides every library.
-	c, err = Open(f.exe, f.core, WithSysroot(t.TempDir()))
+	c, err = Open(context.Background(), f.exe, f.core, WithSysroot(t.TempDir()))
 	require.NoError(t, err)
 	assert.Len(t, objectsOf(t, c), 1)
 	assert.NotEmpty(t, c.Warnings())
@@ -333,7 +334,7 @@ func TestOptions(t *testing.T) {
 	require.NoError(t, c.Close())
 
 	// WithSearchPath: found by base name.
-	c, err = Open(f.exe, f.core, WithSysroot(t.TempDir()), WithSearchPath(f.dir))
+	c, err = Open(context.Background(), f.exe, f.core, WithSysroot(t.TempDir()), WithSearchPath(f.dir))
 	require.NoError(t, err)
 	_, err = c.LookupSymbol("lib_local")
 	assert.NoError(t, err)
@@ -342,7 +343,7 @@ func TestOptions(t *testing.T) {
 
 func TestWrongExecutable(t *testing.T) {
 	f := getFixture(t)
-	_, err := Open(f.exeOther, f.core)
+	_, err := Open(context.Background(), f.exeOther, f.core)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this core was not made from the executable")
 	assert.NotContains(t, err.Error(), "bytes apart")
@@ -351,15 +352,15 @@ func TestWrongExecutable(t *testing.T) {
 	for _, content := range []string{"", "#!/bin/sh\n"} {
 		p := filepath.Join(t.TempDir(), "exe")
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o755))
-		_, err = Open(p, f.core)
+		_, err = Open(context.Background(), p, f.core)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "not an ELF file")
 		assert.NotContains(t, err.Error(), "EOF")
 	}
 
-	_, err = Open(filepath.Join(f.dir, "missing"), f.core)
+	_, err = Open(context.Background(), filepath.Join(f.dir, "missing"), f.core)
 	assert.Error(t, err)
-	_, err = Open(f.exe, filepath.Join(f.dir, "missing"))
+	_, err = Open(context.Background(), f.exe, filepath.Join(f.dir, "missing"))
 	assert.Error(t, err)
 }
 
@@ -375,7 +376,7 @@ func TestCorruptCores(t *testing.T) {
 	}
 	expectErr := func(name string, b []byte, substr string) {
 		t.Helper()
-		c, err := Open(f.exe, write(name, b))
+		c, err := Open(context.Background(), f.exe, write(name, b))
 		if err == nil {
 			c.Close()
 			t.Errorf("%s: Open succeeded", name)
@@ -412,7 +413,7 @@ func TestCorruptCores(t *testing.T) {
 			expectErr("cut before the notes", data[:n], "PT_NOTE")
 			continue
 		}
-		c, err := Open(f.exe, write("cut", data[:n]))
+		c, err := Open(context.Background(), f.exe, write("cut", data[:n]))
 		if !assert.NoError(t, err, "cut at %d", n) {
 			continue
 		}
@@ -424,7 +425,7 @@ func TestCorruptCores(t *testing.T) {
 		c.Close()
 	}
 	// Bytes after the last segment (gdb's section headers) are not needed.
-	c, err := Open(f.exe, write("trailer", data[:segmentsEnd(data)]))
+	c, err := Open(context.Background(), f.exe, write("trailer", data[:segmentsEnd(data)]))
 	if assert.NoError(t, err) {
 		c.Close()
 	}

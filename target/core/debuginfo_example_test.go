@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"time"
@@ -13,7 +14,7 @@ import (
 // stripped libomp: its symbols come from its separate debug file, under a
 // debug directory or from the debuginfod servers DEBUGINFOD_URLS names.
 func ExampleWithDebuginfodFromEnv() {
-	c, err := core.Open("prog", "prog.core",
+	c, err := core.Open(context.Background(), "prog", "prog.core",
 		core.WithDebugDirs("/usr/lib/debug", "symbols"),
 		core.WithDebuginfodFromEnv())
 	if err != nil {
@@ -41,7 +42,7 @@ func ExampleWithDebuginfod() {
 		CacheDir: "debuginfod-cache",
 		Timeout:  30 * time.Second,
 	}
-	c, err := core.Open("prog", "prog.core", core.WithDebuginfod(client))
+	c, err := core.Open(context.Background(), "prog", "prog.core", core.WithDebuginfod(client))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,7 +19,7 @@ import (
 // fixture's truth, as for gdb's cores.
 func TestDlvDump(t *testing.T) {
 	stop := fixtures.DlvDump(t, fixtures.Nested)
-	c, err := core.Open(stop.Exe, stop.Core)
+	c, err := core.Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Empty(t, c.Warnings())

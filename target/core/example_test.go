@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -12,7 +13,7 @@ import (
 // libomp.so). The libraries are looked for under a copy of the machine the
 // core comes from.
 func ExampleOpen() {
-	c, err := core.Open("prog", "prog.core", core.WithSysroot("sysroot"))
+	c, err := core.Open(context.Background(), "prog", "prog.core", core.WithSysroot("sysroot"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func ExampleOpen() {
 
 // List the objects a core was loaded with, as a debugger shows them.
 func ExampleCore_Objects() {
-	c, err := core.Open("prog", "prog.core")
+	c, err := core.Open(context.Background(), "prog", "prog.core")
 	if err != nil {
 		log.Fatal(err)
 	}

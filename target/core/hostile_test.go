@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -56,21 +57,21 @@ func TestSpecialFiles(t *testing.T) {
 	fifo := mkfifo(t, dir, "fifo")
 
 	within(t, 10*time.Second, "Open with a FIFO as the core", func() {
-		_, err := Open(f.exe, fifo)
+		_, err := Open(context.Background(), f.exe, fifo)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, regfile.ErrNotRegular)
 		assert.Contains(t, err.Error(), "a FIFO")
 	})
 	within(t, 10*time.Second, "Open with a FIFO as the executable", func() {
-		_, err := Open(fifo, f.core)
+		_, err := Open(context.Background(), fifo, f.core)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, regfile.ErrNotRegular)
 		assert.Contains(t, err.Error(), "executable")
 	})
-	_, err := Open(dir, f.core)
+	_, err := Open(context.Background(), dir, f.core)
 	assert.ErrorIs(t, err, regfile.ErrNotRegular)
 	assert.Contains(t, err.Error(), "a directory")
-	_, err = Open(f.exe, dir)
+	_, err = Open(context.Background(), f.exe, dir)
 	assert.ErrorIs(t, err, regfile.ErrNotRegular)
 
 	// A library that NT_FILE names, found as a FIFO (by the file map, as
@@ -78,7 +79,7 @@ func TestSpecialFiles(t *testing.T) {
 	// a warning, and a lookup of its symbols says why.
 	for _, opt := range []Option{WithFileMap(map[string]string{f.lib: fifo}), WithSysroot(fifoSysroot(t, f.lib))} {
 		within(t, 10*time.Second, "Open with a FIFO as a library", func() {
-			c, err := Open(f.exe, f.core, opt)
+			c, err := Open(context.Background(), f.exe, f.core, opt)
 			require.NoError(t, err)
 			defer c.Close()
 			assert.Contains(t, strings.Join(c.Warnings(), "\n"), "a FIFO")
@@ -166,7 +167,7 @@ func TestCoreShrinks(t *testing.T) {
 	for _, size := range []int64{int64(len(data)) / 2, 0} {
 		p := filepath.Join(t.TempDir(), "core")
 		require.NoError(t, os.WriteFile(p, data, 0o644))
-		c, err := Open(f.exe, p)
+		c, err := Open(context.Background(), f.exe, p)
 		require.NoError(t, err)
 		_, err = c.Threads()
 		require.NoError(t, err)

@@ -58,7 +58,7 @@ func TestKernelCore(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, fk.parseOutput(string(data)))
 
-	c, err := Open(f.exe, corePath)
+	c, err := Open(context.Background(), f.exe, corePath)
 	require.NoError(t, err)
 	defer c.Close()
 	for _, w := range c.Warnings() {

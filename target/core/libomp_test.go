@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // DWARF answers must match.
 func TestLibompCore(t *testing.T) {
 	stop := fixtures.Core(t, "many", "4")
-	c, err := Open(stop.Exe, stop.Core)
+	c, err := Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	for _, w := range c.Warnings() {
@@ -123,7 +124,7 @@ func TestGlibcThreads(t *testing.T) {
 	for _, n := range []string{"4", "64"} {
 		t.Run(n, func(t *testing.T) {
 			stop := fixtures.Core(t, "many", n)
-			c, err := Open(stop.Exe, stop.Core)
+			c, err := Open(context.Background(), stop.Exe, stop.Core)
 			require.NoError(t, err)
 			defer c.Close()
 			list, err := c.set.GlibcThreads(c.mem, 1<<16)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -176,7 +177,7 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 	stop := fixtures.Core(t, name, args...)
 	data, err := os.ReadFile(stop.Core)
 	require.NoError(t, err)
-	c, err := Open(stop.Exe, stop.Core)
+	c, err := Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	m := &mutator{name: name, exe: stop.Exe, data: data, clean: c, regions: make(map[string][]span)}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // across block boundaries and at unreadable addresses too.
 func TestThreadRegisters(t *testing.T) {
 	stop := fixtures.Core(t, fixtures.Nested)
-	c, err := Open(stop.Exe, stop.Core)
+	c, err := Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	defer c.Close()
 	ths, err := c.Threads()

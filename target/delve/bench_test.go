@@ -1,6 +1,7 @@
 package delve
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -23,7 +24,7 @@ func BenchmarkLiveVsCore(b *testing.B) {
 	const threads = 256
 	r := newRun(b, fixtures.Many)
 	cmd := startHeld(b, r, strconv.Itoa(threads))
-	p, err := Attach(cmd.Process.Pid)
+	p, err := Attach(context.Background(), cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func BenchmarkLiveVsCore(b *testing.B) {
 	if err != nil {
 		b.Fatalf("gcore: %v\n%s", err, out)
 	}
-	c, err := core.Open(r.exe, corePath)
+	c, err := core.Open(context.Background(), r.exe, corePath)
 	if err != nil {
 		b.Fatal(err)
 	}

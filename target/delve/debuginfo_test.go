@@ -1,6 +1,7 @@
 package delve
 
 import (
+	"context"
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ func TestStrippedRuntimeLive(t *testing.T) {
 
 	stop := func(t *testing.T, opts ...Option) *Process {
 		t.Helper()
-		p, err := Launch([]string{r.exe}, append([]Option{WithEnv(r.env)}, opts...)...)
+		p, err := Launch(context.Background(), []string{r.exe}, append([]Option{WithEnv(r.env)}, opts...)...)
 		unavailable(t, err)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Kill() })

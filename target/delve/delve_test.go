@@ -92,7 +92,7 @@ func unavailable(t *testing.T, err error) {
 // of the test.
 func (r *run) launch(t *testing.T, args ...string) *Process {
 	t.Helper()
-	p, err := Launch(append([]string{r.exe}, args...), WithEnv(r.env))
+	p, err := Launch(context.Background(), append([]string{r.exe}, args...), WithEnv(r.env))
 	unavailable(t, err)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Kill() })
@@ -259,7 +259,7 @@ func attachHeld(t *testing.T, r *run, before func(pid int)) (p *Process, finish 
 	if before != nil {
 		before(cmd.Process.Pid)
 	}
-	p, err := Attach(cmd.Process.Pid)
+	p, err := Attach(context.Background(), cmd.Process.Pid)
 	unavailable(t, err)
 	require.NoError(t, err)
 	attached := true
@@ -495,7 +495,7 @@ func TestLiveMatchesCore(t *testing.T) {
 	cmd := startHeld(t, r)
 	ctx := testContext(t)
 
-	p, err := Attach(cmd.Process.Pid)
+	p, err := Attach(context.Background(), cmd.Process.Pid)
 	unavailable(t, err)
 	require.NoError(t, err)
 	as, err := ompd.Open(p)
@@ -509,7 +509,7 @@ func TestLiveMatchesCore(t *testing.T) {
 		"-ex", "gcore "+corePath).CombinedOutput()
 	require.NoError(t, err, "gcore: %s", out)
 
-	c, err := core.Open(r.exe, corePath)
+	c, err := core.Open(context.Background(), r.exe, corePath)
 	require.NoError(t, err)
 	defer c.Close()
 	cas, err := ompd.Open(c)
@@ -525,7 +525,7 @@ func TestLiveMatchesCore(t *testing.T) {
 	assert.Len(t, live.Threads, len(r.truth(t).Threads))
 
 	// Release the program and let it finish.
-	p2, err := Attach(cmd.Process.Pid)
+	p2, err := Attach(context.Background(), cmd.Process.Pid)
 	require.NoError(t, err)
 	release(t, p2)
 	require.NoError(t, p2.Detach(false))
@@ -576,7 +576,7 @@ func TestConcurrentReads(t *testing.T) {
 func TestContinueCancel(t *testing.T) {
 	r := newRun(t, fixtures.Nested)
 	// Held in stopme, the program never ends by itself.
-	p, err := Launch([]string{r.exe}, WithEnv(r.env), WithExtraEnv("OMPD_FIXTURE_HOLD=1"))
+	p, err := Launch(context.Background(), []string{r.exe}, WithEnv(r.env), WithExtraEnv("OMPD_FIXTURE_HOLD=1"))
 	unavailable(t, err)
 	require.NoError(t, err)
 	defer p.Kill()
@@ -612,7 +612,7 @@ func TestLaunchOptions(t *testing.T) {
 	out, err := os.Create(filepath.Join(dir, "out"))
 	require.NoError(t, err)
 	defer out.Close()
-	p, err := Launch([]string{sh, "-c", `echo "$OMPD_GO_A $OMPD_GO_B $(pwd)"`},
+	p, err := Launch(context.Background(), []string{sh, "-c", `echo "$OMPD_GO_A $OMPD_GO_B $(pwd)"`},
 		WithEnv([]string{"OMPD_GO_A=1", "OMPD_GO_B=2", "PATH=" + os.Getenv("PATH")}),
 		WithExtraEnv("OMPD_GO_B=3"), WithDir(dir), WithStdio(nil, out, nil))
 	unavailable(t, err)
@@ -624,7 +624,7 @@ func TestLaunchOptions(t *testing.T) {
 	real, _ := filepath.EvalSymlinks(dir)
 	assert.Equal(t, "1 3 "+real, strings.TrimSpace(string(b)))
 
-	_, err = Launch([]string{filepath.Join(dir, "no-such-program")})
+	_, err = Launch(context.Background(), []string{filepath.Join(dir, "no-such-program")})
 	assert.ErrorIs(t, err, os.ErrNotExist)
 
 	assert.Equal(t, []string{"B=1", "A=2", "C=3"}, mergeEnv([]string{"A=1", "B=1"}, []string{"A=2", "C=3"}))
@@ -731,7 +731,7 @@ func TestLiveDeaths(t *testing.T) {
 	})
 	t.Run("SIGKILL while running", func(t *testing.T) {
 		// Held in stopme, the program runs until killed.
-		p, err := Launch([]string{r.exe}, WithEnv(r.env), WithExtraEnv("OMPD_FIXTURE_HOLD=1"))
+		p, err := Launch(context.Background(), []string{r.exe}, WithEnv(r.env), WithExtraEnv("OMPD_FIXTURE_HOLD=1"))
 		unavailable(t, err)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Kill() })

@@ -14,7 +14,7 @@
 // OpenMP runtime's parallel, task and thread events as they happen. [New]
 // wraps the target of an existing Delve session instead.
 //
-//	p, err := delve.Launch([]string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
+//	p, err := delve.Launch(ctx, []string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
 //	...
 //	defer p.Kill()
 //	_, err = p.RunToFunction(ctx, "stopme")

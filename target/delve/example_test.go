@@ -15,7 +15,7 @@ import (
 // threads with their innermost parallel regions.
 func Example() {
 	ctx := context.Background()
-	p, err := delve.Launch([]string{"./prog", "arg"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
+	p, err := delve.Launch(context.Background(), []string{"./prog", "arg"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func Example() {
 // Print the parallel regions of a program as they begin and end.
 func ExampleProcess_WatchEvents() {
 	ctx := context.Background()
-	p, err := delve.Launch([]string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
+	p, err := delve.Launch(context.Background(), []string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package delve
 
 import (
+	"context"
 	"testing"
 
 	"github.com/go-delve/delve/pkg/version"
@@ -40,10 +41,10 @@ func TestDelveVersionGateLive(t *testing.T) {
 	t.Cleanup(func() { version.DelveVersion = pinned })
 	version.DelveVersion = version.Version{Major: "1", Minor: "99", Patch: "0"}
 
-	_, err := Launch([]string{r.exe}, WithEnv(r.env))
+	_, err := Launch(context.Background(), []string{r.exe}, WithEnv(r.env))
 	assert.ErrorIs(t, err, ErrDelveVersion)
 	assert.ErrorContains(t, err, "1.99.0")
-	_, err = Attach(p.Pid())
+	_, err = Attach(context.Background(), p.Pid())
 	assert.ErrorIs(t, err, ErrDelveVersion)
 
 	before, err := p.Threads()

@@ -146,9 +146,15 @@ func WithDebugContext(ctx context.Context) Option {
 // execve, with the environment and working directory of the options, and
 // attaches Delve to it. The program is a child of the caller, in its own
 // process group.
-func Launch(argv []string, opts ...Option) (*Process, error) {
+//
+// ctx bounds the launch: when it is done before the program reaches its
+// entry point, Launch kills the program and returns ctx's error.
+func Launch(ctx context.Context, argv []string, opts ...Option) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("delve: launch: empty command line")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if err := checkDelveVersion(version.DelveVersion); err != nil {
 		return nil, err
@@ -196,8 +202,11 @@ func Launch(argv []string, opts ...Option) (*Process, error) {
 		return nil, fmt.Errorf("delve: launch %s: attach: %w", argv[0], err)
 	}
 	p := newProcess(grp, pid, true, c.objOptions())
-	if err := p.runToEntry(); err != nil {
+	if err := p.runToEntry(ctx); err != nil {
 		_ = p.Kill()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("delve: launch %s: %w", argv[0], err)
 	}
 	return p, nil
@@ -234,8 +243,15 @@ func mergeEnv(env, extra []string) []string {
 // Of the options, only the debug-information ones (WithDebugDirs,
 // WithDebuginfod, WithDebuginfodFromEnv, WithDebugContext) apply to an
 // attached process.
-func Attach(pid int, opts ...Option) (*Process, error) {
+//
+// ctx bounds the attach: when it is done, Attach returns ctx's error,
+// leaving the process as it was (Delve's attach itself, which stops every
+// thread, runs to its end first).
+func Attach(ctx context.Context, pid int, opts ...Option) (*Process, error) {
 	if err := checkDelveVersion(version.DelveVersion); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var c launchConfig
@@ -246,7 +262,12 @@ func Attach(pid int, opts ...Option) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delve: attach %d: %w", pid, err)
 	}
-	return newProcess(grp, pid, false, c.objOptions()), nil
+	p := newProcess(grp, pid, false, c.objOptions())
+	if err := ctx.Err(); err != nil {
+		_ = p.Detach(false)
+		return nil, err
+	}
+	return p, nil
 }
 
 func newProcess(grp *proc.TargetGroup, pid int, child bool, objOpts []objfile.Option) *Process {
@@ -281,13 +302,13 @@ func (p *Process) ExitStatus() (int, bool) {
 
 // runToEntry runs a process stopped at execve to its entry point, where the
 // dynamic loader has loaded its libraries.
-func (p *Process) runToEntry() error {
+func (p *Process) runToEntry(ctx context.Context) error {
 	const atEntry = 9 // AT_ENTRY
 	entry, err := readAuxv(p.pid, atEntry)
 	if err != nil {
 		return fmt.Errorf("entry point: %w", err)
 	}
-	_, err = p.RunTo(context.Background(), entry)
+	_, err = p.RunTo(ctx, entry)
 	return err
 }
 

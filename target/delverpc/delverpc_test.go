@@ -178,7 +178,7 @@ func TestSession(t *testing.T) {
 	}
 	slices.Sort(lwps)
 	assert.Equal(t, s.ThreadIDs(t), lwps, "threads as dlv lists them")
-	c, err := core.Open(s.Exe, dump)
+	c, err := core.Open(context.Background(), s.Exe, dump)
 	require.NoError(t, err)
 	defer c.Close()
 	cths, err := c.Threads()

@@ -6,13 +6,23 @@
 // while the process is being stopped (wedge.md). With another version,
 // Launch, Attach and Continue fail with ErrDelveVersion.
 //
-// A [Target] implements target.Target (and target.Symbolizer and
-// target.BitFieldLocator) over a stopped process that Delve controls. A
-// [Process] is such a Target for a process this package started ([Launch])
-// or attached to ([Attach]), with the controls a debugger needs: Continue,
-// breakpoints, Detach, Kill, and [Process.WatchEvents], which reports the
-// OpenMP runtime's parallel, task and thread events as they happen. [New]
-// wraps the target of an existing Delve session instead.
+// The package has two parts, apart in types and files:
+//
+//   - the adapter, [Target]: target.Target (and target.Symbolizer,
+//     target.BitFieldLocator, target.ObjectLister) over a stopped process
+//     that Delve controls, whoever drives it. [New] wraps the target of an
+//     existing Delve session (target.go, symbols.go, registers.go).
+//   - the session driver, [Process]: a process this package started
+//     ([Launch]) or attached to ([Attach]), with the controls a debugger
+//     needs: Continue, breakpoints, RunTo, Detach, Kill, and
+//     [Process.WatchEvents], which reports the OpenMP runtime's parallel,
+//     task and thread events as they happen. It embeds the Target that
+//     reads it (process.go, events.go, start_linux.go, wedge.go).
+//
+// The options (options.go) are shared: the debug-information ones
+// configure the adapter, the others the program Launch starts. Every
+// reach into Delve's unexported state, the workarounds of its bugs, is in
+// workarounds.go, gated on the Delve version they were verified with.
 //
 //	p, err := delve.Launch(ctx, []string{"./prog"}, delve.WithExtraEnv("OMP_DEBUG=enabled"))
 //	...

@@ -12,15 +12,12 @@ import (
 	"syscall"
 
 	"github.com/go-delve/delve/pkg/proc"
-	"github.com/go-delve/delve/pkg/proc/linutil"
 	"github.com/go-delve/delve/pkg/proc/native"
 	"github.com/go-delve/delve/pkg/version"
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/objfile"
-	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
-	"github.com/ompd-go/ompd/target/debuginfod"
 )
 
 // Process is a process that this package controls through Delve: one it
@@ -53,88 +50,6 @@ type Process struct {
 // firstLogicalID numbers our Delve breakpoints far from those of a Delve
 // session (which counts from 1).
 const firstLogicalID = 1 << 20
-
-// An Option configures Launch.
-type Option func(*launchConfig)
-
-type launchConfig struct {
-	env            []string
-	envSet         bool
-	extraEnv       []string
-	dir            string
-	stdin          *os.File
-	stdout, stderr *os.File
-	debug          targetopt.Debug
-}
-
-// objOptions are the objfile options the configuration asks for: where
-// separate debug files of stripped objects (libomp, typically) are looked
-// for.
-func (c *launchConfig) objOptions() []objfile.Option {
-	c.debug.Resolve()
-	return c.debug.ObjOptions()
-}
-
-// WithEnv sets the whole environment of the launched program, as
-// exec.Cmd.Env does. Without it the program inherits the caller's
-// environment.
-func WithEnv(env []string) Option {
-	return func(c *launchConfig) { c.env, c.envSet = env, true }
-}
-
-// WithExtraEnv adds KEY=value entries to the launched program's
-// environment (the caller's, or the one WithEnv set), overriding entries of
-// the same name. For instance WithExtraEnv("OMP_DEBUG=enabled").
-func WithExtraEnv(kv ...string) Option {
-	return func(c *launchConfig) { c.extraEnv = append(c.extraEnv, kv...) }
-}
-
-// WithDir sets the working directory of the launched program. Without it
-// the program starts in the caller's working directory.
-func WithDir(dir string) Option {
-	return func(c *launchConfig) { c.dir = dir }
-}
-
-// WithStdio sets the standard input, output and error of the launched
-// program. A nil file keeps the default: /dev/null for input, the caller's
-// standard output and error for the others.
-func WithStdio(stdin, stdout, stderr *os.File) Option {
-	return func(c *launchConfig) { c.stdin, c.stdout, c.stderr = stdin, stdout, stderr }
-}
-
-// WithDebugDirs sets the global debug directories where separate debug
-// files are looked for, by build-id (DIR/.build-id/xx/rest.debug) and by
-// debuglink, both by Delve and by this package's symbol lookups (which need
-// libomp's local symbols), as core.WithDebugDirs does for cores. Without it
-// /usr/lib/debug is searched; with no directories, none is. A debug file of
-// another build is never used.
-func WithDebugDirs(dirs ...string) Option {
-	return func(c *launchConfig) { c.debug.SetDirs(dirs...) }
-}
-
-// WithDebuginfod makes symbol lookups fetch missing debug files from the
-// client's debuginfod servers; nil means no server (the default).
-func WithDebuginfod(client *debuginfod.Client) Option {
-	return func(c *launchConfig) { c.debug.SetDebuginfod(client) }
-}
-
-// WithDebuginfodFromEnv uses the debuginfod servers of the environment
-// (DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT), read when
-// Launch, Attach or New runs.
-func WithDebuginfodFromEnv() Option {
-	return func(c *launchConfig) { c.debug.SetDebuginfodFromEnv() }
-}
-
-// WithDebugContext sets the context that bounds every search for separate
-// debug files made by this package's symbol lookups (debuginfod downloads
-// in particular) for the Process's or Target's whole life, as
-// core.WithDebugContext does for cores: cancelling it (on Ctrl-C, say)
-// ends a download under way, and the lookup that needed it fails with the
-// context's error. Without it only the debuginfod client's timeout bounds
-// them.
-func WithDebugContext(ctx context.Context) Option {
-	return func(c *launchConfig) { c.debug.Ctx = ctx }
-}
 
 // Launch starts the program argv[0] (searched in PATH if it contains no
 // slash) with arguments argv[1:] under Delve, and returns it stopped at its
@@ -333,7 +248,7 @@ func (p *Process) continueLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// See memthread.go.
+	// See workarounds.go.
 	if err := pinMemThread(p.dt, p.pid); err != nil {
 		return fmt.Errorf("delve: continue process %d: %w", p.pid, err)
 	}
@@ -725,12 +640,4 @@ func (p *Process) Wait() (int, error) {
 	p.status = &ExitError{Pid: p.pid, Status: st}
 	p.mu.Unlock()
 	return st, nil
-}
-
-// imagesUpdate refreshes Delve's list of loaded libraries from the dynamic
-// loader's link map. Delve does it itself when it launched the process;
-// for processes it attached to (which Launch also does) it would not see
-// libraries loaded afterwards.
-func (t *Target) imagesUpdate() {
-	_ = linutil.ElfUpdateSharedObjects(t.dt)
 }

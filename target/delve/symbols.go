@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-delve/delve/pkg/proc/linutil"
+
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
 )
@@ -127,4 +129,12 @@ func (t *Target) Objects() ([]target.Object, error) {
 	}
 	t.mu.Unlock()
 	return objfile.Describe(infos, files), nil
+}
+
+// imagesUpdate refreshes Delve's list of loaded libraries from the dynamic
+// loader's link map. Delve does it itself when it launched the process;
+// for processes it attached to (which Launch also does) it would not see
+// libraries loaded afterwards.
+func (t *Target) imagesUpdate() {
+	_ = linutil.ElfUpdateSharedObjects(t.dt)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/go-delve/delve/pkg/proc"
 
@@ -441,3 +442,22 @@ var (
 	_ target.Symbolizer      = (*Target)(nil)
 	_ target.VectorReader    = (*Target)(nil)
 )
+
+// memRW is the memory access of Delve's *native.nativeThread.
+type memRW interface {
+	ReadMemory(buf []byte, addr uint64) (int, error)
+	WriteMemory(addr uint64, data []byte) (int, error)
+}
+
+// leaderMemory returns the memory access of the thread group leader, or
+// nil.
+func (t *Target) leaderMemory() memRW {
+	th, ok := t.dt.FindThread(t.dt.Pid())
+	if !ok {
+		return nil
+	}
+	m, _ := th.(memRW)
+	return m
+}
+
+func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }

@@ -5,15 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unsafe"
-
-	"github.com/go-delve/delve/pkg/proc"
 )
 
 // Delve's native Linux backend can wait forever while it stops a process
@@ -39,7 +36,7 @@ import (
 // instruction, and the report is the SIGSTOP Delve's halting wait expects.
 // Delve returns to stop's loop, finds every thread stopped, and Continue
 // returns as it would have. Reaching Delve's ptrace thread is reflection
-// on unexported fields, like the memory-thread workaround (memthread.go),
+// on unexported fields, like the memory-thread workaround (workarounds.go),
 // and runs only on the Delve version both were verified with.
 
 // wedgePoll is how often a running Continue is checked for the wedge, and
@@ -200,40 +197,4 @@ func (p *Process) nudge() error {
 		}
 	})
 	return ferr
-}
-
-// ptraceRunner returns a function that runs fn on Delve's ptrace thread
-// of t (nativeProcess.execPtraceFunc), found by reflection on the fields
-// of the verified Delve version; any other layout is an error wrapping
-// ErrDelveVersion.
-func ptraceRunner(t *proc.Target) (func(fn func()), error) {
-	np, err := nativeProcess(t)
-	if err != nil {
-		return nil, err
-	}
-	pt := np.FieldByName("ptraceThread")
-	if !pt.IsValid() || pt.Kind() != reflect.Pointer || pt.IsNil() || pt.Elem().Kind() != reflect.Struct {
-		return nil, layoutError("no ptraceThread pointer")
-	}
-	unexported := func(name string) (reflect.Value, bool) {
-		f := pt.Elem().FieldByName(name)
-		if !f.IsValid() || !f.CanAddr() {
-			return reflect.Value{}, false
-		}
-		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), true
-	}
-	fns, ok1 := unexported("ptraceChan")
-	dones, ok2 := unexported("ptraceDoneChan")
-	if !ok1 || !ok2 {
-		return nil, layoutError("no ptraceChan and ptraceDoneChan")
-	}
-	fc, ok1 := fns.Interface().(chan func())
-	dc, ok2 := dones.Interface().(chan interface{})
-	if !ok1 || !ok2 || fc == nil || dc == nil {
-		return nil, layoutError(fmt.Sprintf("ptrace channels of types %v and %v", fns.Type(), dones.Type()))
-	}
-	return func(fn func()) {
-		fc <- fn
-		<-dc
-	}, nil
 }

@@ -2,6 +2,7 @@ package delve
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/go-delve/delve/pkg/version"
@@ -11,9 +12,22 @@ import (
 	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
-// TestDelveVersionGate: the memory thread workaround runs on the Delve
-// version it was verified with (the one go.mod pins, which this test
-// binary links) and refuses any other loudly.
+// TestWorkaroundsVerified fails when go.mod pins a Delve version other
+// than the one a workaround of a Delve bug was verified with: check the
+// bug (its report names the code) in the new Delve, then drop the
+// workaround or record the version it was checked with.
+func TestWorkaroundsVerified(t *testing.T) {
+	linked := versionString(version.DelveVersion)
+	for _, w := range workarounds {
+		assert.Equal(t, linked, w.verified, "go.mod's Delve is %s: check the workaround of %s against it (see %s)", linked, w.name, w.doc)
+		_, err := os.Stat(w.doc)
+		assert.NoError(t, err, "the report of %s", w.name)
+	}
+}
+
+// TestDelveVersionGate: the workarounds run on the Delve version they were
+// verified with (the one go.mod pins, which this test binary links) and
+// refuse any other loudly, naming each.
 func TestDelveVersionGate(t *testing.T) {
 	require.NoError(t, checkDelveVersion(version.DelveVersion), "the pinned Delve")
 	for _, v := range []version.Version{
@@ -25,6 +39,7 @@ func TestDelveVersionGate(t *testing.T) {
 		err := checkDelveVersion(v)
 		assert.ErrorIs(t, err, ErrDelveVersion, "%+v", v)
 		assert.ErrorContains(t, err, "memthread.md")
+		assert.ErrorContains(t, err, "wedge.md")
 	}
 }
 

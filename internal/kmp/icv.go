@@ -238,6 +238,12 @@ func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) 
 		if err != nil {
 			return omprt.Value{}, err
 		}
+		if r := rec.data.Ref; r.Level >= 0 && len(rest) > 0 && s.innerLevels(r) {
+			// A serial team's levels share one kmp_taskdata_t, whose
+			// nthreads-var each nested level sets from the list as it
+			// begins (__kmp_serialized_parallel) and none restores.
+			return omprt.Value{}, errorf(omprt.ErrUnavailable, "%v: its serial team keeps one nthreads-var for all its levels, which a nested level has set from OMP_NUM_THREADS", omprt.TaskName(r))
+		}
 		return memoList(&s.nthMemo, v.FI(l.icvNproc), rest), nil
 	case omprt.ICVDefaultDeviceVar:
 		return omprt.Value{Int: v.FI(l.icvDefaultDevice)}, nil
@@ -289,6 +295,22 @@ func (s *stop) taskRecICV(rec *taskRec, r omprt.Ref, id omprt.ICV) (omprt.Value,
 		return omprt.Value{Int: boolInt(r.Level >= 0)}, nil
 	}
 	return omprt.Value{}, errorf(omprt.ErrUnsupported, "ICV %d", int(id))
+}
+
+// innerLevels reports whether the implicit task r is at an enclosing
+// level of its team: a serial team that stands for a nested level too
+// (at the breakpoint of that level's begin, r is the level that
+// encountered it).
+func (s *stop) innerLevels(r omprt.Ref) bool {
+	t := s.task(r.Addr)
+	if t.err != nil || t.team == 0 {
+		return false
+	}
+	tm := s.team(t.team)
+	if tm.err != nil || tm.isTeamsBody(r) {
+		return false
+	}
+	return r.Level < tm.level
 }
 
 // nested returns the elements level+1 .. used-1 of the list an ICV

@@ -111,8 +111,9 @@ type taskRec struct {
 	data omprt.TaskData
 	err  error
 	raw  *taskRaw
-	// teamLevel is the t_level of the task's team (the level its ICV
-	// lists continue from), teamErr why there is none.
+	// teamLevel is the level the task's ICV lists continue from: the
+	// t_level of its team, or for an enclosing level of a serial team
+	// that level; teamErr why there is none.
 	teamLevel int32
 	teamErr   error
 	es        omprt.ErrorStore
@@ -166,6 +167,9 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		body = tm.isTeamsBody(r)
 		if (r.Level < tm.first || r.Level > tm.level) && !body {
 			return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
+		}
+		if !body {
+			rec.teamLevel = r.Level
 		}
 	}
 	d := &rec.data

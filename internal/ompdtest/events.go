@@ -35,6 +35,12 @@ type Event struct {
 	// HasExit.
 	Exit    uint64
 	HasExit bool
+	// Nthreads is the first element of nthreads-var of that same task,
+	// when HasNthreads (the thread's nthreads-var at the event).
+	Nthreads    int64
+	HasNthreads bool
+	// BindVar is that task's bind-var as text ("4,3,4"), "" if unknown.
+	BindVar string
 }
 
 func (e *Event) parallel() bool { return e.Kind == "parallel-begin" || e.Kind == "parallel-end" }
@@ -72,7 +78,9 @@ func (e *Event) String() string {
 //     there);
 //   - the exit frame an event shows (of its task, or of the task that
 //     encountered its region) is the one the construct (or the construct
-//     it is nested in, run by the same thread) recorded through OMPT.
+//     it is nested in, run by the same thread) recorded through OMPT, and
+//     so is the task's nthreads-var (omp_get_max_threads), and its
+//     bind-var continues with the environment's list from its level on.
 func CheckEvents(t *testing.T, tr *fixtures.Truth, fns []fixtures.ConstructFunction, events []Event) {
 	t.Helper()
 	require.Len(t, fns, len(tr.Constructs))
@@ -113,18 +121,23 @@ func CheckEvents(t *testing.T, tr *fixtures.Truth, fns []fixtures.ConstructFunct
 	for i, c := range tr.Constructs {
 		byLabel[c.Label] = append(byLabel[c.Label], i)
 	}
-	// exitOf is the exit frame recorded by the construct label ran by tid.
-	exitOf := func(label string, tid int) (uint64, bool) {
+	// recordOf is the record of the construct label ran by tid, exitOf its
+	// exit frame.
+	recordOf := func(label string, tid int) (fixtures.Construct, bool) {
 		for _, i := range byLabel[label] {
 			if c := tr.Constructs[i]; c.TID == tid {
-				x, err := fixtures.ParseHex(c.Exit)
-				return x, err == nil && x != 0
+				return c, true
 			}
 		}
-		return 0, false
+		return fixtures.Construct{}, false
+	}
+	exitOf := func(label string, tid int) (uint64, bool) {
+		c, ok := recordOf(label, tid)
+		x, err := fixtures.ParseHex(c.Exit)
+		return x, ok && err == nil && x != 0
 	}
 	next := map[int]map[string]int{} // tid -> kind -> pairs matched so far
-	beganRegion, beganFunction, endedFunction := 0, 0, 0
+	beganRegion, beganFunction, endedFunction, nthreads := 0, 0, 0, 0
 	if0Child := map[string]bool{} // parent and tid of the if(0) regions begun so far
 	for i, c := range tr.Constructs {
 		if c.Undeferred {
@@ -191,6 +204,23 @@ func CheckEvents(t *testing.T, tr *fixtures.Truth, fns []fixtures.ConstructFunct
 		// frame is the frame of the runtime's __kmp_serialized_parallel
 		// (kmp_runtime.cpp stores it there before it links the new
 		// level; OMPT shows the same).
+		if rec, ok := recordOf(c.Label, c.TID); ok {
+			if c.Kind == fixtures.ConstructRegion {
+				rec, ok = recordOf(c.Parent, c.TID)
+			}
+			for _, ev := range []*Event{b, e} {
+				if ok && ev.HasNthreads {
+					nthreads++
+					assert.Equal(t, int64(rec.MaxThreads), ev.Nthreads, "nthreads-var at %s (%s recorded %d): %s", ev.Kind, rec.Label, rec.MaxThreads, where)
+				}
+				if ok && ev.BindVar != "" {
+					// The task's own value, then the list from the
+					// next level on.
+					want := fixtures.EnvList(rec.ProcBind, fixtures.ProcBindNumbers(tr.Env["OMP_PROC_BIND"]), rec.Level)
+					assert.Equal(t, want, ev.BindVar, "bind-var at %s (%s recorded %d at level %d): %s", ev.Kind, rec.Label, rec.ProcBind, rec.Level, where)
+				}
+			}
+		}
 		want, ok := exitOf(c.Label, c.TID)
 		if c.Kind == fixtures.ConstructRegion {
 			want, ok = exitOf(c.Parent, c.TID)
@@ -221,7 +251,10 @@ func CheckEvents(t *testing.T, tr *fixtures.Truth, fns []fixtures.ConstructFunct
 	assert.Positive(t, beganRegion)
 	assert.Positive(t, beganFunction)
 	assert.Positive(t, endedFunction)
-	t.Logf("%d constructs; %d begin events name their region, %d their function; %d end events their function", len(tr.Constructs), beganRegion, beganFunction, endedFunction)
+	if hasNthreads(events) {
+		assert.Positive(t, nthreads)
+	}
+	t.Logf("%d constructs; %d begin events name their region, %d their function; %d end events their function; %d nthreads-var compared", len(tr.Constructs), beganRegion, beganFunction, endedFunction, nthreads)
 }
 
 // checkFunction checks an event's function: the construct's, or none with
@@ -233,4 +266,14 @@ func checkFunction(t *testing.T, ev *Event, want uint64, where string) {
 		return
 	}
 	assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", ev.Function), "function at %s: %s", ev.Kind, where)
+}
+
+// hasNthreads reports whether the events carry nthreads-var.
+func hasNthreads(events []Event) bool {
+	for _, ev := range events {
+		if ev.HasNthreads {
+			return true
+		}
+	}
+	return false
 }

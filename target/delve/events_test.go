@@ -2,6 +2,7 @@ package delve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -80,6 +81,23 @@ func observeEvent(ctx context.Context, t *testing.T, as *ompd.AddressSpace, ev E
 		assert.ErrorIs(t, fnErr, ompd.ErrUnavailable, what)
 	}
 	o.Function = fn.Addr
+	if ev.Thread.AddressSpace() != nil && (o.Region != "" || o.Task != "" || o.Kind == "parallel-begin") {
+		// The thread's nthreads-var: the current task's, which the
+		// event binds.
+		n, err := ev.Thread.ICV(ompd.ICVNthreadsVar)
+		if err == nil || errors.Is(err, ompd.ErrIncomplete) { // a list: its first element
+			o.Nthreads, o.HasNthreads = n, true
+		} else {
+			assert.ErrorIs(t, err, ompd.ErrUnavailable, "%s: nthreads-var", what)
+		}
+		if tk, err := ev.Thread.CurrentTask(); err == nil {
+			if s, err := tk.ICVString(ompd.ICVBindVar); err == nil {
+				o.BindVar = s
+			} else {
+				assert.ErrorIs(t, err, ompd.ErrUnavailable, "%s: bind-var", what)
+			}
+		}
+	}
 	if ev.Kind == ParallelBegin || ev.Kind == ParallelEnd {
 		// The task that encountered the region is current.
 		if tk, err := ev.Thread.CurrentTask(); err == nil {

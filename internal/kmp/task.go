@@ -135,7 +135,6 @@ func (s *stop) taskRec(r omprt.Ref) *taskRec {
 }
 
 func (s *stop) decodeTask(r omprt.Ref) *taskRec {
-	rt, l := s.rt, s.rt.l
 	name := omprt.TaskName(r)
 	t := s.task(r.Addr)
 	if t.err != nil {
@@ -150,31 +149,57 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	}
 	rec := s.taskSlab.new()
 	rec.raw = t
-	tn := omprt.TaskN(r)
-	var tm *team
-	body := false // the task that ran the teams region's body (team.inLeague)
+	dt := taskDecode{s: s, r: r, t: t, rec: rec, d: &rec.data, tn: omprt.TaskN(r), implicit: implicit}
 	if t.team == 0 {
 		rec.teamErr = errorf(omprt.ErrCorrupt, "%v has no team", name)
-	} else if tm = s.team(t.team); tm.err != nil {
-		rec.teamErr = tm.err
+	} else if dt.tm = s.team(t.team); dt.tm.err != nil {
+		rec.teamErr = dt.tm.err
 	} else {
-		rec.teamLevel = tm.level
+		rec.teamLevel = dt.tm.level
 	}
 	if implicit {
 		if rec.teamErr != nil {
 			return &taskRec{err: rec.teamErr}
 		}
-		body = tm.isTeamsBody(r)
-		if (r.Level < tm.first || r.Level > tm.level) && !body {
+		tm := dt.tm
+		dt.body = tm.isTeamsBody(r)
+		if (r.Level < tm.first || r.Level > tm.level) && !dt.body {
 			return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: its team now stands for levels %d..%d", name, tm.first, tm.level)}
 		}
-		if !body {
+		if !dt.body {
 			rec.teamLevel = r.Level
 		}
 	}
-	d := &rec.data
-	d.Ref = r
-	if implicit {
+	rec.data.Ref = r
+	dt.kind()
+	dt.region()
+	dt.generating()
+	dt.scheduling()
+	dt.function()
+	dt.idAndFrames()
+	return rec
+}
+
+// taskDecode is the decoding of one task's record (decodeTask), its
+// fields filled a group at a time.
+type taskDecode struct {
+	s        *stop
+	r        omprt.Ref
+	t        *taskRaw
+	tm       *team // the task's team; nil when rec.teamErr says why
+	rec      *taskRec
+	d        *omprt.TaskData // &rec.data
+	tn       omprt.Name
+	implicit bool
+	// body: the implicit task that ran the teams region's body
+	// (team.inLeague).
+	body bool
+}
+
+// kind fills the task's kind, final flag and schedule.
+func (dt *taskDecode) kind() {
+	s, l, t, d, r, tm, body := dt.s, dt.s.rt.l, dt.t, dt.d, dt.r, dt.tm, dt.body
+	if dt.implicit {
 		d.Kind = taskImplicit
 		// The initial task of the program (or of a foreign thread),
 		// as ompt_get_task_info types it: in a league the task at level
@@ -197,28 +222,34 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 		d.Kind |= taskFinal
 	}
 	d.Schedule = decodeSchedule(t.v.FI(l.icvSchedType), t.v.FI(l.icvSchedChunk))
-	if rec.icvsErr = s.icvsUnset(t.v, name); rec.icvsErr != nil {
-		d.Schedule, d.ScheduleErr = omprt.Schedule{}, rec.icvsErr
+	if dt.rec.icvsErr = s.icvsUnset(t.v, omprt.TaskName(r)); dt.rec.icvsErr != nil {
+		d.Schedule, d.ScheduleErr = omprt.Schedule{}, dt.rec.icvsErr
 	}
+}
 
-	// The region.
+// region fills the task's region.
+func (dt *taskDecode) region() {
+	d, r, tm := dt.d, dt.r, dt.tm
 	switch {
-	case rec.teamErr != nil:
-		d.RegionErr = rec.teamErr
-	case body:
+	case dt.rec.teamErr != nil:
+		d.RegionErr = dt.rec.teamErr
+	case dt.body:
 		d.Region = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
-	case implicit:
+	case dt.implicit:
 		d.Region = r
 		d.Region.Addr = tm.addr
 	default:
 		d.Region = omprt.Ref{Addr: tm.addr, Level: tm.level}
 	}
+}
 
-	// The generating task.
+// generating fills the task's generating task.
+func (dt *taskDecode) generating() {
+	s, l, t, d, r, tm, implicit, rec := dt.s, dt.s.rt.l, dt.t, dt.d, dt.r, dt.tm, dt.implicit, dt.rec
 	if implicit && r.Level > tm.first {
 		// An enclosing serialized level of the same serial team.
 		d.Generating = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
-	} else if implicit && tm.inLeague && r.Level == tm.first && !body {
+	} else if implicit && tm.inLeague && r.Level == tm.first && !dt.body {
 		// td_parent names the league's task; the teams region's body
 		// ran between the two.
 		d.Generating = tm.teamsBody()
@@ -227,8 +258,11 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	} else {
 		d.Generating, d.GeneratingErr = rec.ancestor(s, r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
 	}
+}
 
-	// The scheduling task.
+// scheduling fills the task's scheduling task.
+func (dt *taskDecode) scheduling() {
+	s, l, t, d, r, tm, implicit, rec, tn, body := dt.s, dt.s.rt.l, dt.t, dt.d, dt.r, dt.tm, dt.implicit, dt.rec, dt.tn, dt.body
 	switch {
 	case implicit && r.Level > tm.first:
 		d.Scheduling = omprt.Ref{Addr: r.Addr, Level: r.Level - 1}
@@ -258,41 +292,48 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 			d.Scheduling, d.SchedulingErr = rec.ancestor(s, r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
 		}
 	}
+}
 
-	// The function.
-	if implicit {
+// function fills the task's function: its region's outlined function for
+// an implicit task, its routine for an explicit one.
+func (dt *taskDecode) function() {
+	s, l, d, r, tn := dt.s, dt.s.rt.l, dt.d, dt.r, dt.tn
+	if dt.implicit {
 		reg := s.region(d.Region)
 		if reg.err != nil {
 			d.FunctionErr = reg.err
 		} else {
 			d.Function, d.FunctionErr = reg.data.Function, reg.data.FunctionErr
 		}
-	} else {
-		addr, err := rt.readUint(r.Addr+l.taskdataSize+l.taskRoutine.Off, l.taskRoutine.Size, "kmp_task_t routine")
-		switch {
-		case err != nil:
-			d.FunctionErr = err
-		case addr == 0:
-			d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no routine")
-		default:
-			d.Function = addr
-		}
+		return
 	}
+	addr, err := s.rt.readUint(r.Addr+l.taskdataSize+l.taskRoutine.Off, l.taskRoutine.Size, "kmp_task_t routine")
+	switch {
+	case err != nil:
+		d.FunctionErr = err
+	case addr == 0:
+		d.FunctionErr = dt.rec.es.Error(omprt.ErrUnavailable, tn, " has no routine")
+	default:
+		d.Function = addr
+	}
+}
 
-	// Frames and id: a serialized level's are in the team's lw taskteam list.
-	src := ompData{v: t.v}
-	if implicit {
-		src = s.implicitData(tm, t.v, r.Level, tn, &rec.es)
+// idAndFrames fills the task's id and frames: a serialized level's are in
+// the team's lw taskteam list.
+func (dt *taskDecode) idAndFrames() {
+	s, l, d, tn := dt.s, dt.s.rt.l, dt.d, dt.tn
+	src := ompData{v: dt.t.v}
+	if dt.implicit {
+		src = s.implicitData(dt.tm, dt.t.v, dt.r.Level, tn, &dt.rec.es)
 	}
 	d.ID, d.IDErr = src.id(l)
 	if on, err := s.stateTracking(); err != nil {
 		d.FramesErr = err
 	} else if !on {
-		d.FramesErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
+		d.FramesErr = dt.rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
 	} else {
 		d.Exit, d.Enter, d.FramesErr = src.frames(l)
 	}
-	return rec
 }
 
 // ompData is where the OMPT data of a task (its id and frames) is at one

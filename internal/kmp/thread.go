@@ -417,7 +417,37 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		return rec
 	}
 	v := tt.infos[pos]
-	d.Pthread = v.F(l.thThread)
+	s.threadOSIDs(d, v)
+	d.Num = int(v.FI(l.thTid))
+	s.threadState(rec, v)
+	if d.Pthread == 0 {
+		threadStarting(d)
+		return rec
+	}
+	// The innermost region: the thread's team, at its innermost level.
+	team := v.F(l.thTeam)
+	idle := s.threadRegion(tt, rec, team)
+	if td := v.F(l.thCurrentTask); idle {
+		// TaskErr says why (threadRegion).
+	} else if td == 0 {
+		d.TaskErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
+	} else {
+		d.Task, d.TaskErr = s.taskRef(td)
+	}
+	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
+	if !idle {
+		s.bindMoment(d)
+	}
+	if d.TaskErr == nil {
+		rec.task = s.taskRec(d.Task)
+	}
+	return rec
+}
+
+// threadOSIDs fills the thread's pthread and LWP from its kmp_info_t v.
+func (s *stop) threadOSIDs(d *omprt.ThreadData, v view) {
+	r := d.Ref
+	d.Pthread = v.F(s.rt.l.thThread)
 	if d.Pthread == 0 {
 		d.PthreadErr = errorf(omprt.ErrUnavailable, "%v is starting: the runtime has not recorded its pthread id yet", omprt.ThreadName(r))
 	}
@@ -428,32 +458,43 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	} else {
 		d.LWPErr = errorf(omprt.ErrUnavailable, "%v: pthread %#x matches no OS thread of the target", omprt.ThreadName(r), d.Pthread)
 	}
-	d.Num = int(v.FI(l.thTid))
+}
+
+// threadState fills the thread's state and wait id from its kmp_info_t
+// v, where the runtime tracks them.
+func (s *stop) threadState(rec *threadRec, v view) {
+	l, d := s.rt.l, &rec.data
 	if on, err := s.stateTracking(); err != nil {
 		d.StateErr = err
 	} else if !on {
-		d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(r), ": state")
+		d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(d.Ref), ": state")
 	} else {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
-	if d.Pthread == 0 {
-		// The creating thread stores ds_thread right after
-		// pthread_create (z_Linux_util.cpp, __kmp_create_worker); until
-		// then the OS thread may not exist and the team being forked
-		// for it is not set up (its levels and parent are written after
-		// __kmp_allocate_team returns). The worker joins the team at its
-		// first fork barrier: no number, region or task before that.
-		name := omprt.ThreadName(r)
-		d.Num = 0
-		d.NumErr = errorf(omprt.ErrUnavailable, "%v is starting: it has not joined a team yet", name)
-		d.RegionErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no region yet", name)
-		d.TaskErr = errorf(omprt.ErrUnavailable, "%v is starting: it has no current task yet", name)
-		d.LeagueErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no league yet", name)
-		return rec
-	}
-	// The innermost region: the thread's team, at its innermost level.
-	team := v.F(l.thTeam)
-	idle := false
+}
+
+// threadStarting fills what a thread the runtime is still starting (no
+// pthread id recorded yet) has not: a number, a region, a task, a league.
+func threadStarting(d *omprt.ThreadData) {
+	// The creating thread stores ds_thread right after
+	// pthread_create (z_Linux_util.cpp, __kmp_create_worker); until
+	// then the OS thread may not exist and the team being forked
+	// for it is not set up (its levels and parent are written after
+	// __kmp_allocate_team returns). The worker joins the team at its
+	// first fork barrier: no number, region or task before that.
+	name := omprt.ThreadName(d.Ref)
+	d.Num = 0
+	d.NumErr = errorf(omprt.ErrUnavailable, "%v is starting: it has not joined a team yet", name)
+	d.RegionErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no region yet", name)
+	d.TaskErr = errorf(omprt.ErrUnavailable, "%v is starting: it has no current task yet", name)
+	d.LeagueErr = errorf(omprt.ErrUnavailable, "%v is starting: it is in no league yet", name)
+}
+
+// threadRegion fills the thread's innermost region and its number there
+// from its team (th_team), and reports whether the thread is idle: in no
+// region of that team (TaskErr then says why it has no current task).
+func (s *stop) threadRegion(tt *threadTable, rec *threadRec, team uint64) (idle bool) {
+	d, r := &rec.data, rec.data.Ref
 	if team == 0 {
 		d.RegionErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool)")
 		d.NumErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool, or not started)")
@@ -525,21 +566,7 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 			d.Num = 0
 		}
 	}
-	if td := v.F(l.thCurrentTask); idle {
-		// TaskErr says why, above.
-	} else if td == 0 {
-		d.TaskErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
-	} else {
-		d.Task, d.TaskErr = s.taskRef(td)
-	}
-	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
-	if !idle {
-		s.bindMoment(d)
-	}
-	if d.TaskErr == nil {
-		rec.task = s.taskRec(d.Task)
-	}
-	return rec
+	return idle
 }
 
 // teamPrimary returns the kmp_info_t of the team's primary thread, the

@@ -327,28 +327,34 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 	if err != nil {
 		return err
 	}
-	objs := []*objfile.Object{exe}
-	names := []string{exePath}
+	loaded, failed := c.openMapped(cfg, exe, c.mappedLibraries(c.exeMappedName()))
+	objs, names := c.linkMapOrder(cfg, exe, exePath, loaded, failed)
+	c.set = objfile.NewSet(objs...)
+	c.addObjects(objs, names)
+	return nil
+}
 
-	// The executable's own NT_FILE name: the file mapped where its entry
-	// point (or program headers) are.
-	exeName := ""
+// exeMappedName returns the executable's own NT_FILE name: the file mapped
+// where its entry point (or program headers) are; "" if none is.
+func (c *Core) exeMappedName() string {
 	for _, k := range []uint64{atEntry, atPhdr} {
-		if v, ok := c.d.auxv[k]; ok {
-			for _, e := range c.d.files {
-				if v >= e.start && v < e.end {
-					exeName = strings.TrimSuffix(e.name, " (deleted)")
-					break
-				}
+		v, ok := c.d.auxv[k]
+		if !ok {
+			continue
+		}
+		for _, e := range c.d.files {
+			if v >= e.start && v < e.end {
+				return strings.TrimSuffix(e.name, " (deleted)")
 			}
 		}
-		if exeName != "" {
-			break
-		}
 	}
+	return ""
+}
 
-	// Shared objects from NT_FILE: every file with a mapping at file
-	// offset 0 that is an ELF shared object for this machine.
+// mappedLibraries lists the candidate shared objects of NT_FILE, by
+// address: every file but the executable (exeName) with a mapping at file
+// offset 0, at its lowest such mapping.
+func (c *Core) mappedLibraries(exeName string) []*candidate {
 	byName := make(map[string]*candidate)
 	var cands []*candidate
 	for _, e := range c.d.files {
@@ -365,9 +371,16 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		cands = append(cands, cd)
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].start < cands[j].start })
+	return cands
+}
+
+// openMapped opens the candidates that are ELF shared objects for this
+// machine, each at the bias its mapping gives it. It returns those it
+// opened, and the base names of those it warned about (missing, of
+// another build).
+func (c *Core) openMapped(cfg *config, exe *objfile.Object, cands []*candidate) (loaded []*candidate, failed map[string]bool) {
 	exeStart, _, exeMapped := exe.Range()
-	var loaded []*candidate
-	failed := make(map[string]bool) // base names already warned about
+	failed = make(map[string]bool)
 	for _, cd := range cands {
 		if exeMapped && cd.start == exeStart&^4095 {
 			continue // the executable under another name
@@ -396,9 +409,16 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		cd.obj = o
 		loaded = append(loaded, cd)
 	}
+	return loaded, failed
+}
 
-	// Order them as the dynamic linker's list does, adding what it lists
-	// that NT_FILE did not show.
+// linkMapOrder returns the objects, the executable first, in the order of
+// the dynamic linker's list, with what it lists that NT_FILE did not show
+// opened too (unless failed already warned about its base name), and the
+// loaded objects it does not list last; names are the paths the core
+// gives them.
+func (c *Core) linkMapOrder(cfg *config, exe *objfile.Object, exePath string, loaded []*candidate, failed map[string]bool) (objs []*objfile.Object, names []string) {
+	objs, names = []*objfile.Object{exe}, []string{exePath}
 	tmp := []*objfile.Object{exe}
 	for _, cd := range loaded {
 		tmp = append(tmp, cd.obj)
@@ -411,17 +431,9 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 		if i == 0 && e.Name == "" || e.LAddr == exe.Bias() && e.Name == "" {
 			continue // the executable
 		}
-		var match *candidate
-		for _, cd := range loaded {
-			if !cd.used && cd.obj.Bias() == e.LAddr {
-				match = cd
-				break
-			}
-		}
-		if match != nil {
-			match.used = true
-			objs = append(objs, match.obj)
-			names = append(names, match.name)
+		if cd := unusedAt(loaded, e.LAddr); cd != nil {
+			cd.used = true
+			objs, names = append(objs, cd.obj), append(names, cd.name)
 			continue
 		}
 		if !strings.HasPrefix(e.Name, "/") {
@@ -434,17 +446,31 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 			}
 			continue
 		}
-		objs = append(objs, o)
-		names = append(names, e.Name)
+		objs, names = append(objs, o), append(names, e.Name)
 	}
 	for _, cd := range loaded {
 		if !cd.used {
-			objs = append(objs, cd.obj)
-			names = append(names, cd.name)
+			objs, names = append(objs, cd.obj), append(names, cd.name)
 		}
 	}
+	return objs, names
+}
 
-	c.set = objfile.NewSet(objs...)
+// unusedAt returns the first candidate not used yet whose object is loaded
+// at bias, or nil.
+func unusedAt(cands []*candidate, bias uint64) *candidate {
+	for _, cd := range cands {
+		if !cd.used && cd.obj.Bias() == bias {
+			return cd
+		}
+	}
+	return nil
+}
+
+// addObjects records the objects (Objects) and adds their memory the core
+// leaves out: zeroed .bss past each segment's file size, and read-only
+// segments from the files.
+func (c *Core) addObjects(objs []*objfile.Object, names []string) {
 	var bss, ro []region
 	for i, o := range objs {
 		c.infos = append(c.infos, target.Object{Name: names[i], Path: o.Path(), Bias: o.Bias()})
@@ -463,7 +489,6 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 	}
 	c.mem.add(layerBSS, bss...)
 	c.mem.add(layerObject, ro...)
-	return nil
 }
 
 // errNotShared marks a mapped file that is not a shared object of the

@@ -618,6 +618,11 @@ func (s *stop) stackFunction(tm *team, level int32) (uint64, string) {
 				return 0, fmt.Sprintf("the code the runtime's %s called (CFA %#x) is in no known function", name, c.CFA)
 			case s.rt.isGOMPWrapper(c.Entry):
 				continue // the user's function is the wrapper's callee
+			case c.Runtime:
+				// A region's code is the program's: the frame is
+				// no longer the level's (a call at the same depth
+				// since).
+				return 0, fmt.Sprintf("the runtime's %s at the level's exit frame calls the runtime's %s, not a region's code", name, symbolName(c.Function, c.Symbol))
 			}
 			return c.Entry, ""
 		}

@@ -19,14 +19,15 @@ apt_install_missing() {
 	fi
 }
 
-# apt_src_config DIR [SUITE]
+# apt_src_config DIR [SUITE [TYPE]]
 #   Writes a private apt configuration under DIR (sources/, lists/). Without
 #   SUITE it holds a deb-src entry for every deb entry of the machine. With
 #   SUITE (for instance trixie) it holds only the entries of the machine's
 #   own release suite (VERSION_CODENAME of /etc/os-release, exactly: not its
-#   -updates or -security suites), renamed to SUITE.
+#   -updates or -security suites), renamed to SUITE. With TYPE deb, the
+#   entries are for binary packages instead of source packages.
 apt_src_config() {
-	local aptdir="$1" suite="${2:-}" own="" f
+	local aptdir="$1" suite="${2:-}" kind="${3:-deb-src}" own="" f
 	if [[ -n "$suite" ]]; then
 		own=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 		[[ -n "$own" ]] || { echo "apt-src: no VERSION_CODENAME in /etc/os-release" >&2; return 1; }
@@ -38,23 +39,23 @@ apt_src_config() {
 	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
 		[[ -f "$f" ]] || continue
 		if [[ -z "$suite" ]]; then
-			grep -E '^[[:space:]]*deb[[:space:]]' "$f" | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >>"$aptdir/sources/src.list" || true
+			grep -E '^[[:space:]]*deb[[:space:]]' "$f" | sed -E "s/^[[:space:]]*deb[[:space:]]/$kind /" >>"$aptdir/sources/src.list" || true
 		else
 			# deb [options] URI SUITE COMPONENTS...
-			awk -v own="$own" -v suite="$suite" '
+			awk -v own="$own" -v suite="$suite" -v kind="$kind" '
 				$1 == "deb" {
 					i = 2
 					if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
 					if ($(i+1) != own) next
-					$1 = "deb-src"; $(i+1) = suite; print
+					$1 = kind; $(i+1) = suite; print
 				}' "$f" >>"$aptdir/sources/src.list"
 		fi
 	done
 	for f in /etc/apt/sources.list.d/*.sources; do
 		if [[ -z "$suite" ]]; then
-			sed -E 's/^Types:.*/Types: deb-src/' "$f" >>"$aptdir/sources/src.sources"
+			sed -E "s/^Types:.*/Types: $kind/" "$f" >>"$aptdir/sources/src.sources"
 		else
-			awk -v own="$own" -v suite="$suite" '
+			awk -v own="$own" -v suite="$suite" -v kind="$kind" '
 				BEGIN { RS = ""; ORS = "\n\n" }
 				{
 					n = split($0, lines, "\n"); keep = 0; out = ""
@@ -65,7 +66,7 @@ apt_src_config() {
 							for (k = 1; k <= m; k++) if (s[k] == own) keep = 1
 							l = "Suites: " suite
 						} else if (l ~ /^Types:/) {
-							l = "Types: deb-src"
+							l = "Types: " kind
 						}
 						out = out l "\n"
 					}

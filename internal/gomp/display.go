@@ -119,6 +119,15 @@ func toInts(v []uint64, size uint) []int64 {
 	return out
 }
 
+// maxActiveLevels is gomp_global_icv's max-active-levels-var, or, in GCC
+// 10 and older, which keep it in no ICV block, gomp_max_active_levels_var.
+func (d *display) maxActiveLevels(icv omprt.View) uint64 {
+	if fl := d.r.lay.f(icvMaxActiveLevels); fl.Size > 0 {
+		return icv.F(fl)
+	}
+	return d.sym("gomp_max_active_levels_var", 8)
+}
+
 // globalICVs reads GCC 12's values: gomp_global_icv and the lists.
 func (d *display) globalICVs() (*displayICVs, error) {
 	v, err := d.r.globalICV()
@@ -128,7 +137,7 @@ func (d *display) globalICVs() (*displayICVs, error) {
 	l := d.r.lay
 	in := &displayICVs{
 		dyn:           v.F(l.f(icvDyn)) != 0,
-		maxActive:     v.F(l.f(icvMaxActiveLevels)),
+		maxActive:     d.maxActiveLevels(v),
 		sched:         v.F(l.f(icvRunSched)),
 		chunk:         v.FI(l.f(icvRunSchedChunk)),
 		threadLimit:   v.F(l.f(icvThreadLimit)),

@@ -22,6 +22,8 @@ const (
 	FlagImplicit         = flagImplicit
 	FlagUndeferred       = flagUndeferred
 	TaskKindField        = taskKind
+	ThreadNumTeamsField  = thrNumTeams
+	TaskMaxActiveField   = taskMaxActiveLevels
 	ThreadTeamField      = thrTeam
 )
 

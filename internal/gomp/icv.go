@@ -152,7 +152,11 @@ func (r *Runtime) taskValue(ref omprt.Ref, id omprt.ICV) (omprt.Value, error) {
 	case omprt.ICVThreadLimitVar:
 		return omprt.Value{Int: threadLimit(v.F(f(taskThreadLimit, icvThreadLimit)))}, nil
 	case omprt.ICVMaxActiveLevelsVar:
-		return omprt.Value{Int: int64(v.F(f(taskMaxActiveLevels, icvMaxActiveLevels)))}, nil
+		if fl := f(taskMaxActiveLevels, icvMaxActiveLevels); fl.Size > 0 {
+			return omprt.Value{Int: int64(v.F(fl))}, nil
+		}
+		// GCC 10 and older keep it in one global, not per task.
+		return r.globalInt("gomp_max_active_levels_var", 8)
 	case omprt.ICVBindVar:
 		b := v.FI(f(taskBind, icvBind))
 		return r.listValue(b, "gomp_bind_var_list", 1, level)

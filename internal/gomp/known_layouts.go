@@ -2,34 +2,79 @@
 
 package gomp
 
+// gomp_thread as libgomp 9.3.0 lays it out.
+var threadGCC9_3_0 = structLayout{typeThread, 104, []uint64{0, 8, 16, 40, 44, 48, 80, 88, 96, absent, absent}}
+
+// gomp_thread as libgomp 11.3.0 lays it out.
+var threadGCC11_3_0 = structLayout{typeThread, 112, []uint64{0, 8, 16, 40, 44, 48, 88, 96, 104, absent, absent}}
+
 // gomp_thread as libgomp 12.2.0 lays it out.
 var threadGCC12_2_0 = structLayout{typeThread, 120, []uint64{0, 8, 16, 40, 44, 48, 88, 96, 104, 112, 116}}
 
-// gomp_team as libgomp 12.2.0 lays it out.
-var teamGCC12_2_0 = structLayout{typeTeam, 1344, []uint64{0, 8, 32, 36, 40, 88, 80, 132, 1344}}
+// gomp_team as libgomp 9.3.0 lays it out.
+var teamGCC9_3_0 = structLayout{typeTeam, 1344, []uint64{0, 8, 32, 36, 40, 80, 72, 132, 1344}}
 
-// gomp_task as libgomp 12.2.0 lays it out.
-var taskGCC12_2_0 = structLayout{typeTask, 216, []uint64{0, 40, 64, 152, 160, 164, 168, 172, 176, 177, 178, 192, 200, 208, 213}}
+// gomp_team as libgomp 11.3.0 lays it out.
+var teamGCC11_3_0 = structLayout{typeTeam, 1344, []uint64{0, 8, 32, 36, 40, 88, 80, 132, 1344}}
 
-// gomp_task as libgomp 14.2.0 lays it out.
-var taskGCC14_2_0 = structLayout{typeTask, 224, []uint64{0, 40, 64, 160, 168, 172, 176, 180, 184, 185, 186, 200, 208, 216, 221}}
+// gomp_task as libgomp 9.3.0 lays it out.
+var taskGCC9_3_0 = structLayout{typeTask, 208, []uint64{0, 40, 64, 144, 152, 156, 160, 164, 168, absent, 170, 184, 192, 200, 205}}
 
-// gomp_thread_pool as libgomp 12.2.0 lays it out.
-var poolGCC12_2_0 = structLayout{typePool, 192, []uint64{0, 12, 16, 64}}
+// gomp_task as libgomp 11.3.0 lays it out.
+var taskGCC11_3_0 = structLayout{typeTask, 216, []uint64{0, 40, 64, 152, 160, 164, 168, 172, 176, 177, 178, 192, 200, 208, 213}}
 
-// gomp_task_icv as libgomp 12.2.0 lays it out.
-var icvGCC12_2_0 = structLayout{typeICV, 40, []uint64{0, 8, 12, 16, 20, 24, 25, 26}}
+// gomp_task as libgomp 13.3.0 lays it out.
+var taskGCC13_3_0 = structLayout{typeTask, 224, []uint64{0, 40, 64, 160, 168, 172, 176, 180, 184, 185, 186, 200, 208, 216, 221}}
+
+// gomp_thread_pool as libgomp 9.3.0 lays it out.
+var poolGCC9_3_0 = structLayout{typePool, 192, []uint64{0, 12, 16, 64}}
+
+// gomp_task_icv as libgomp 9.3.0 lays it out.
+var icvGCC9_3_0 = structLayout{typeICV, 40, []uint64{0, 8, 12, 16, 20, 24, absent, 26}}
+
+// gomp_task_icv as libgomp 11.3.0 lays it out.
+var icvGCC11_3_0 = structLayout{typeICV, 40, []uint64{0, 8, 12, 16, 20, 24, 25, 26}}
 
 // knownLayouts holds the libgomp builds the generator read.
 var knownLayouts = []*Layout{
 	known(Layout{
+		GCC:     "9.3.0",
+		Node:    "GOMP_5.0",
+		BuildID: "470371d6883f127caa83811bb8f6bf360f6b9fb8",
+	}, &threadGCC9_3_0, &teamGCC9_3_0, &taskGCC9_3_0, &poolGCC9_3_0, &icvGCC9_3_0),
+	known(Layout{
+		GCC:     "10.2.1",
+		Node:    "GOMP_5.0",
+		BuildID: "a50d593d659389e92d2a9816ab3240c4d236dddd",
+	}, &threadGCC9_3_0, &teamGCC9_3_0, &taskGCC9_3_0, &poolGCC9_3_0, &icvGCC9_3_0),
+	known(Layout{
+		GCC:     "11.3.0",
+		Node:    "GOMP_5.0.1",
+		BuildID: "b9a489d1d0cffb40c8eb59863a8e20e47a562161",
+	}, &threadGCC11_3_0, &teamGCC11_3_0, &taskGCC11_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
+	known(Layout{
 		GCC:     "12.2.0",
 		Node:    "GOMP_5.1",
 		BuildID: "0fc960c85d72462a869484daf094316840e70474",
-	}, &threadGCC12_2_0, &teamGCC12_2_0, &taskGCC12_2_0, &poolGCC12_2_0, &icvGCC12_2_0),
+	}, &threadGCC12_2_0, &teamGCC11_3_0, &taskGCC11_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
+	known(Layout{
+		GCC:     "13.3.0",
+		Node:    "GOMP_5.1.1",
+		BuildID: "61025f5c82b8f17dfb69b9f4d6b3544fd190ebd0",
+	}, &threadGCC12_2_0, &teamGCC11_3_0, &taskGCC13_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
 	known(Layout{
 		GCC:     "14.2.0",
 		Node:    "GOMP_5.1.2",
 		BuildID: "c82313b57c2e7120958b4651f65f544483535376",
-	}, &threadGCC12_2_0, &teamGCC12_2_0, &taskGCC14_2_0, &poolGCC12_2_0, &icvGCC12_2_0),
+	}, &threadGCC12_2_0, &teamGCC11_3_0, &taskGCC13_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
+	known(Layout{
+		GCC:     "15.2.0",
+		Node:    "GOMP_6.0",
+		BuildID: "94354ccb3d2b10e7d4e952a2c011ce2c7c2bfdb6",
+	}, &threadGCC12_2_0, &teamGCC11_3_0, &taskGCC13_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
+	known(Layout{
+		GCC:     "16.2.0",
+		Node:    "GOMP_6.0.1",
+		BuildID: "176ec6bc4872db77d4e1292facc4608fd9d21f8b",
+	}, &threadGCC12_2_0, &teamGCC11_3_0, &taskGCC13_3_0, &poolGCC9_3_0, &icvGCC11_3_0),
 }

@@ -73,6 +73,22 @@ type fieldSpec struct {
 	size      uint64
 }
 
+// optionalFields are the members older releases may lack (the host
+// teams' numbers came with OpenMP 5.0; GCC 10 and older keep
+// max-active-levels-var in a global, not in each task's ICVs): a layout
+// without one has a zero Field for it (Size 0), whose reads give 0, so
+// its readers check Size first.
+var optionalFields = []fieldID{thrNumTeams, thrTeamNum, taskMaxActiveLevels, icvMaxActiveLevels}
+
+func (id fieldID) optional() bool {
+	for _, o := range optionalFields {
+		if o == id {
+			return true
+		}
+	}
+	return false
+}
+
 var fieldSpecs = [numFields]fieldSpec{
 	thrFn:                 {"gomp_thread", "fn", 8},
 	thrData:               {"gomp_thread", "data", 8},
@@ -180,6 +196,9 @@ func dwarfLayout(t target.Target) (*Layout, error) {
 	for i, spec := range fieldSpecs {
 		off, err := t.FieldOffset("struct "+spec.typ, spec.path)
 		if err != nil {
+			if fieldID(i).optional() && errors.Is(err, target.ErrNotFound) {
+				continue
+			}
 			miss.add(err)
 			continue
 		}
@@ -280,6 +299,18 @@ func knownLayout(lib *library) (*Layout, bool) {
 	return nil, false
 }
 
+// sameLayout lists the GCC releases of the known layouts with l's
+// symbol version and l's layout (GCC 9 and 10 share both).
+func sameLayout(l *Layout) []string {
+	var out []string
+	for _, k := range knownLayouts {
+		if k.Node == l.Node && k.Fields == l.Fields && k.Sizes == l.Sizes {
+			out = append(out, k.GCC)
+		}
+	}
+	return out
+}
+
 // knownNames lists the known layouts for error messages.
 func knownNames() string {
 	var s []string
@@ -298,6 +329,10 @@ type structLayout struct {
 	offsets []uint64
 }
 
+// absent is the offset of an optional member a release lacks in
+// known_layouts.go.
+const absent = ^uint64(0)
+
 // known completes a known library's Layout from its structures' layouts.
 // The generator writes both from fieldSpecs, so a mismatch is a stale
 // known_layouts.go: it panics when the package is initialised.
@@ -312,7 +347,9 @@ func known(l Layout, structs ...*structLayout) *Layout {
 			if len(offs) == 0 {
 				panic("gomp: known_layouts.go is stale: go generate ./internal/gomp")
 			}
-			l.Fields[i] = omprt.Field{Off: offs[0], Size: spec.size}
+			if offs[0] != absent {
+				l.Fields[i] = omprt.Field{Off: offs[0], Size: spec.size}
+			}
 			offs = offs[1:]
 		}
 		if len(offs) != 0 {

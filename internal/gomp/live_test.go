@@ -23,7 +23,9 @@ import (
 // information and on a stripped libgomp 12 with its separate debug file
 // (found by build-id in a debug directory), a few fixtures (live reads of
 // the other version's layout and of a separate debug file; the core tests
-// cover every fixture there).
+// cover every fixture there); on the stock libgomp1 of Debian sid (GCC
+// 16, with sid's C library), whose cores gdb's gcore cannot write (see
+// setups), every fixture.
 func TestLiveAgainstTruth(t *testing.T) {
 	all := []string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits, fixtures.EndBarrier}
 	few := []string{fixtures.Nested, fixtures.Tasks, fixtures.Waits}
@@ -53,6 +55,8 @@ func TestLiveAgainstTruth(t *testing.T) {
 		{"system", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.SystemGomp(t) }, noDebugDirs, false, all},
 		{"debug-" + fixtures.GompVersions[1], debug(fixtures.GompVersions[1]), noDebugDirs, true, few},
 		{"stripped-debugfile-" + fixtures.GompVersions[0], stripped, debugFile, true, few},
+		{"stock-sid", func(t *testing.T) fixtures.RuntimeInfo { return fixtures.StockGomp(t, "sid") }, noDebugDirs, false,
+			[]string{fixtures.Nested, fixtures.Tasks, fixtures.Idle, fixtures.Waits, fixtures.TaskWaits, fixtures.EndBarrier, fixtures.Hung, fixtures.HostTeams}},
 	}
 	for _, c := range cases {
 		for _, name := range c.fixtures {

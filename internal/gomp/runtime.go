@@ -59,6 +59,7 @@ package gomp
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ompd-go/ompd/internal/gomp/gompver"
@@ -159,8 +160,8 @@ func open(t target.Target) (*Runtime, error) {
 		known, ok := knownLayout(lib)
 		if !ok {
 			return nil, omprt.Wrap(omprt.ErrIncompatible, derr,
-				"gomp: %s (%s): no debug information and no known layout (known: %s)",
-				lib.name, lib.identity(), knownNames())
+				"gomp: %s (%s): no debug information and no known layout (known: %s); %s",
+				lib.name, lib.identity(), knownNames(), debugHint(lib))
 		}
 		r.lay, r.source, r.why = known, omprt.LayoutKnownTable, derr
 		// Each stop checks the table on its live data until one
@@ -183,6 +184,16 @@ func (lib *library) identity() string {
 	return fmt.Sprintf("%s: newest symbol version %s, build-id %s", rel, orNone(lib.newestNode), orNone(lib.buildID))
 }
 
+// debugHint says where the debug file of lib, which would give its
+// layout, comes from.
+func debugHint(lib *library) string {
+	by := ""
+	if lib.buildID != "" {
+		by = " (build-id " + lib.buildID + ")"
+	}
+	return "its debug file" + by + " comes with Debian's and Ubuntu's libgomp1-dbgsym (their debug archives), Fedora's and RHEL's libgomp-debuginfo, or from a debuginfod server (DEBUGINFOD_URLS)"
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "unknown"
@@ -200,7 +211,7 @@ func (r *Runtime) Info() omprt.Info {
 		if l.BuildID == r.lib.buildID {
 			v = "GCC " + l.GCC
 		} else {
-			v += " (the layout of GCC " + l.GCC + ")"
+			v += " (the layout of GCC " + strings.Join(sameLayout(l), " and ") + ")"
 		}
 	}
 	return omprt.Info{Name: Name, Version: v, Layout: r.source, InfersStates: true}

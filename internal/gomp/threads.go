@@ -323,7 +323,7 @@ func (r *Runtime) threadData(s *stop, ref omprt.ThreadRef, th *thread) *omprt.Th
 		d.NumErr, d.RegionErr, d.TaskErr, d.LeagueErr = why, why, why, why
 		return d
 	}
-	d.TeamNum, d.NumTeams, d.LeagueErr = league(th)
+	d.TeamNum, d.NumTeams, d.LeagueErr = r.league(th)
 	si := s.stacks[ref]
 	d.State, d.WaitID, d.StateErr, d.StateInferred = si.state, si.waitID, si.stateErr, si.stateErr == nil
 	if th.level == 0 {
@@ -353,12 +353,29 @@ func (r *Runtime) currentTask(s *stop, th *thread) (omprt.Ref, error) {
 // the league's teams one after another in the thread that met the teams
 // construct, keeping the team's number and the league's size less one in
 // its gomp_thread, and gomp_team_start copies both into the threads of
-// each team it starts. Outside a league both are 0.
-func league(th *thread) (teamNum, numTeams int, err error) {
-	if th.numTeams >= maxTeam || th.teamNum > th.numTeams {
-		return 0, 0, omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d: team %d of a league of %d", th.os.ID, th.teamNum, th.numTeams+1)
+// each team it starts. Outside a league both are 0. GCC 9 to 11 keep the
+// two numbers in globals of teams.c instead, the same for every thread
+// (hidden: they need libgomp's debug information).
+func (r *Runtime) league(th *thread) (teamNum, numTeams int, err error) {
+	num, team := th.numTeams, th.teamNum
+	if r.lay.f(thrNumTeams).Size == 0 {
+		n, err := r.globalInt("gomp_num_teams", 4)
+		if err != nil {
+			return 0, 0, err
+		}
+		t, err := r.globalInt("gomp_team_num", 4)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n.Int == 0 {
+			return 0, 0, omprt.Errorf(omprt.ErrCorrupt, "gomp: a league of no teams")
+		}
+		num, team = uint64(n.Int)-1, uint64(t.Int)
 	}
-	return int(th.teamNum), int(th.numTeams) + 1, nil
+	if num >= maxTeam || team > num {
+		return 0, 0, omprt.Errorf(omprt.ErrCorrupt, "gomp: thread %d: team %d of a league of %d", th.os.ID, team, num+1)
+	}
+	return int(team), int(num) + 1, nil
 }
 
 // taskRef names the task at addr: an implicit task with its level, an

@@ -43,7 +43,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	run := exec.Command("bash", script)
+	run := exec.Command("bash", script, "--all")
 	run.Stdout, run.Stderr = os.Stderr, os.Stderr
 	if err := run.Run(); err != nil {
 		log.Fatalf("%s: %v", script, err)
@@ -57,7 +57,10 @@ func main() {
 	if err != nil || len(versions) == 0 {
 		log.Fatalf("no libgomp builds under %s", dir)
 	}
-	sort.Strings(versions)
+	// Oldest release first (by the directory, the GCC release).
+	sort.Slice(versions, func(i, j int) bool {
+		return gompver.Less(filepath.Base(filepath.Dir(filepath.Dir(versions[i]))), filepath.Base(filepath.Dir(filepath.Dir(versions[j]))))
+	})
 	if err := readSpecs("layout.go"); err != nil {
 		log.Fatal(err)
 	}
@@ -144,6 +147,10 @@ func read(path string) (*lib, error) {
 				continue
 			}
 			off, size, err := member(st, spec.Path)
+			if err != nil && spec.Optional {
+				sl.offsets = append(sl.offsets, absent)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -175,6 +182,10 @@ func write(b *bytes.Buffer, libs []*lib) {
 			emitted = append(emitted, s)
 			var offs []string
 			for _, o := range s.offsets {
+				if o == absent {
+					offs = append(offs, "absent")
+					continue
+				}
 				offs = append(offs, strconv.FormatUint(o, 10))
 			}
 			fmt.Fprintf(b, "// %s as libgomp %s lays it out.\nvar %s = structLayout{%s, %d, []uint64{%s}}\n\n", t.Type, l.gcc, s.name, t.Const, s.size, strings.Join(offs, ", "))
@@ -280,7 +291,12 @@ func find(s *dwarf.StructType, name string) (uint64, *dwarf.StructField, bool) {
 type spec struct {
 	Const, Type, Path string
 	Size              uint64
+	Optional          bool
 }
+
+// absent stands for an optional member a release lacks (layout.go's
+// absent).
+const absent = ^uint64(0)
 
 var fieldSpecs, typeSpecs []spec
 
@@ -320,15 +336,22 @@ func readSpecs(file string) error {
 		}
 		return v
 	}
-	fs, ts := lit("fieldSpecs"), lit("typeNames")
-	if fs == nil || ts == nil {
-		return fmt.Errorf("%s: no fieldSpecs or typeNames", file)
+	fs, ts, opt := lit("fieldSpecs"), lit("typeNames"), lit("optionalFields")
+	if fs == nil || ts == nil || opt == nil {
+		return fmt.Errorf("%s: no fieldSpecs, typeNames or optionalFields", file)
+	}
+	optional := map[string]bool{}
+	for _, e := range opt.Elts {
+		if id, ok := e.(*ast.Ident); ok {
+			optional[id.Name] = true
+		}
 	}
 	for _, e := range fs.Elts {
 		kv := e.(*ast.KeyValueExpr)
 		v := kv.Value.(*ast.CompositeLit)
 		size, _ := strconv.ParseUint(str(v.Elts[2]), 10, 64)
-		fieldSpecs = append(fieldSpecs, spec{Const: kv.Key.(*ast.Ident).Name, Type: str(v.Elts[0]), Path: str(v.Elts[1]), Size: size})
+		name := kv.Key.(*ast.Ident).Name
+		fieldSpecs = append(fieldSpecs, spec{Const: name, Type: str(v.Elts[0]), Path: str(v.Elts[1]), Size: size, Optional: optional[name]})
 	}
 	for _, e := range ts.Elts {
 		kv := e.(*ast.KeyValueExpr)

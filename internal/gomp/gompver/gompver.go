@@ -54,6 +54,8 @@ var releases = []struct{ node, gcc string }{
 	{"GOMP_5.1", "GCC 12"},
 	{"GOMP_5.1.1", "GCC 13"},
 	{"GOMP_5.1.2", "GCC 14"},
+	{"GOMP_6.0", "GCC 15"},
+	{"GOMP_6.0.1", "GCC 16"},
 }
 
 // Release names the GCC release(s) whose libgomp has node as its newest

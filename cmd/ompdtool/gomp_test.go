@@ -199,3 +199,27 @@ func TestEventsGomp(t *testing.T) {
 	assert.Contains(t, err.Error(), "events: GNU libgomp has no breakpoint functions to stop at")
 	assert.NotContains(t, err.Error(), "layout")
 }
+
+// TestCoreGompNames: C++ and Fortran programs on the system's libgomp
+// print their backtraces' functions as gdb names them: a region outlined
+// from a C++ member function keeps its suffix and does not read as the
+// function that forked it; a module procedure is module::procedure, the
+// main program has the program's name. (Regions and tasks name their
+// functions by symbol.)
+func TestCoreGompNames(t *testing.T) {
+	info := fixtures.SystemGomp(t)
+	for name, want := range map[string][]string{
+		fixtures.Cxx: {" in geo::Grid<double>::relax._omp_fn.0 (", " in geo::Grid<double>::relax (", " in main ("},
+		fixtures.FModule: {" in run_team::__solver_MOD_run_team._omp_fn.0 (", " in solver::run_team (", " in fmodule (", " in main ("},
+	} {
+		stop := fixtures.CoreWith(t, info, name)
+		out := runTool(t, "core", "-bt", "-threads", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
+		for _, w := range want {
+			assert.Contains(t, out, w, "%s", name)
+		}
+		_, bt, _ := strings.Cut(out, "  backtrace:\n")
+		assert.NotContains(t, bt, " in _ZN", "%s: no mangled name in a backtrace", name)
+		assert.NotContains(t, bt, " in __solver_MOD_run_team (", "%s", name)
+		assert.NotContains(t, bt, " in MAIN__ (", "%s", name)
+	}
+}

@@ -161,6 +161,10 @@ type ControlVar struct {
 	// no runtime state confirms: the program may run with another value
 	// (the runtime recorded it before reading the environment).
 	Stale bool `json:"stale"`
+	// Source is "environment" when the variable is the program's
+	// start-up environment's, not read from the runtime (GCC's libgomp
+	// without its debug information); "" when read from the runtime.
+	Source string `json:"source,omitempty"`
 }
 
 // String returns the variable's line, NAME='value' (Raw).

@@ -289,6 +289,11 @@ type ICVValue struct {
 	// be read (ICVString's error matched ErrIncomplete): libgomp without
 	// its debug file gives a list ICV's first element only.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Source is "environment" when the value was derived from the
+	// program's start-up environment, the runtime's own state being out
+	// of reach (libgomp without its debug file, for the ICVs a program
+	// cannot change after start-up); "" when read from the runtime.
+	Source string `json:"source,omitempty"`
 }
 
 // maxWalk bounds the region and task chains a snapshot follows per thread.
@@ -491,7 +496,11 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
 		}
-		out = append(out, ICVValue{ICV: icv, Scope: kind, Value: v, Incomplete: incomplete})
+		iv := ICVValue{ICV: icv, Scope: kind, Value: v, Incomplete: incomplete}
+		if sn.vals[i].FromEnv {
+			iv.Source = "environment"
+		}
+		out = append(out, iv)
 	}
 	return out
 }

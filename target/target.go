@@ -208,6 +208,15 @@ func ReadString(t Target, addr uint64, max int) (string, error) {
 	return "", fmt.Errorf("string at %#x longer than %d bytes", addr, max)
 }
 
+// EnvironReader is implemented by targets that can read the environment
+// the program started with (target/core from the core's initial stack,
+// target/delve from /proc/PID/environ): what a runtime whose own state
+// cannot be read shows of its settings.
+type EnvironReader interface {
+	// Environ returns the start-up environment, NAME=VALUE each.
+	Environ() ([]string, error)
+}
+
 // Symbolizer is implemented by targets that can name the function at a
 // code address (target/core, target/delve and target/delverpc do): the
 // entry functions of regions and tasks get their symbols from it.

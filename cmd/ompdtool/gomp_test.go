@@ -127,8 +127,14 @@ func TestCoreGomp(t *testing.T) {
 				assert.Contains(t, asICVs[1], "stacksize-var=262144 ")
 				assert.NotContains(t, out, "need its debug information")
 			} else {
-				assert.Contains(t, asICVs[1], "none read: libgomp's globals are hidden symbols: they need its debug information")
-				assert.Regexp(t, `Display control variables:\n  none read: libgomp's globals are hidden symbols: they need its debug information`, out)
+				// The ICVs a program cannot change after start-up, from
+				// its start-up environment, marked; the display
+				// variables are its OMP_* variables.
+				assert.Contains(t, asICVs[1], "cancel-var=0* ")
+				assert.Contains(t, asICVs[1], "stacksize-var=262144* ")
+				assert.Contains(t, asICVs[1], "(* from the program's start-up environment: libgomp's globals are hidden symbols")
+				assert.NotContains(t, asICVs[1], "affinity-format-var", "one the program may change")
+				assert.Regexp(t, `Display control variables:\n(  OMP_\S+ +\(the program's start-up environment\)\n)*  OMP_STACKSIZE='256K' +\(the program's start-up environment\)\n`, out)
 			}
 			assert.Regexp(t, `Breakpoints:\n  none: gomp: libgomp has no OMPD breakpoint functions`, out)
 			assert.NotContains(t, out, "Errors (")
@@ -209,7 +215,7 @@ func TestEventsGomp(t *testing.T) {
 func TestCoreGompNames(t *testing.T) {
 	info := fixtures.SystemGomp(t)
 	for name, want := range map[string][]string{
-		fixtures.Cxx: {" in geo::Grid<double>::relax._omp_fn.0 (", " in geo::Grid<double>::relax (", " in main ("},
+		fixtures.Cxx:     {" in geo::Grid<double>::relax._omp_fn.0 (", " in geo::Grid<double>::relax (", " in main ("},
 		fixtures.FModule: {" in run_team::__solver_MOD_run_team._omp_fn.0 (", " in solver::run_team (", " in fmodule (", " in main ("},
 	} {
 		stop := fixtures.CoreWith(t, info, name)

@@ -92,8 +92,11 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 	}
 	if v.threads || len(v.gtids) > 0 {
 		line := icvLine(s.ICVs)
-		if len(s.ICVs) == 0 && needsDebugFile(s) {
+		switch {
+		case len(s.ICVs) == 0 && needsDebugFile(s):
 			line = "none read: " + debugFileNote
+		case fromEnv(s.ICVs):
+			line += "  (* from the program's start-up environment: " + debugFileNote + ")"
 		}
 		fmt.Fprintf(w, "\nAddress-space ICVs: %s\n", line)
 	}
@@ -109,6 +112,8 @@ func printDetails(w io.Writer, s *ompd.Snapshot, v view) error {
 		}
 		for _, cv := range s.DisplayVars {
 			switch {
+			case cv.Source == "environment":
+				fmt.Fprintf(w, "  %-50s (the program's start-up environment)\n", cv.Raw)
 			case cv.Stale:
 				fmt.Fprintf(w, "  %-50s (start-up text, may be stale)\n", cv.Raw)
 			case cv.Corrected && cv.RuntimeRaw != "":
@@ -314,8 +319,22 @@ func icvLine(icvs []ompd.ICVValue) string {
 		if v.Incomplete {
 			parts[i] += ",..."
 		}
+		if v.Source == "environment" {
+			parts[i] += "*"
+		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// fromEnv reports whether some of icvs come from the program's start-up
+// environment.
+func fromEnv(icvs []ompd.ICVValue) bool {
+	for _, v := range icvs {
+		if v.Source == "environment" {
+			return true
+		}
+	}
+	return false
 }
 
 // debugFileNote says why a libgomp read without its debug information

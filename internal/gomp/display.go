@@ -17,6 +17,11 @@ import (
 // ErrUnavailable.
 func (r *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 	if r.source == omprt.LayoutKnownTable {
+		// libgomp's globals are out of reach: the OMP_* variables it
+		// started with, marked as such.
+		if vars, err := r.envControlVars(); err == nil {
+			return vars, nil
+		}
 		return nil, r.needsDebug("the display control variables")
 	}
 	d := &display{r: r}

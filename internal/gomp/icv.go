@@ -234,8 +234,19 @@ func (r *Runtime) readList(val omprt.Value, name string, a, la, elem uint64, lev
 	return val, nil
 }
 
-// globalValue reads an address-space ICV from libgomp's globals.
+// globalValue reads an address-space ICV from libgomp's globals, or,
+// where they are out of reach, from the start-up environment where that
+// is certain (environ.go).
 func (r *Runtime) globalValue(id omprt.ICV) (omprt.Value, error) {
+	v, err := r.globalState(id)
+	if err != nil {
+		return r.envICV(id, err)
+	}
+	return v, nil
+}
+
+// globalState reads an address-space ICV from libgomp's globals.
+func (r *Runtime) globalState(id omprt.ICV) (omprt.Value, error) {
 	switch id {
 	case omprt.ICVCancelVar:
 		return r.globalInt("gomp_cancel_var", 1)

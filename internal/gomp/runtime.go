@@ -117,6 +117,9 @@ type Runtime struct {
 	// data has confirmed it yet (guarded by mu).
 	unconfirmed bool
 
+	// env is the program's start-up environment (environ.go).
+	env startEnv
+
 	// crit caches the named critical sections' lock symbols of each
 	// object file (see criticalNames).
 	critMu sync.Mutex

@@ -132,4 +132,8 @@ type Value struct {
 	// List is the whole list of a list-valued ICV (nthreads-var,
 	// bind-var), nil otherwise.
 	List []int64
+	// FromEnv says the value was derived from the program's start-up
+	// environment (the runtime's own state could not be read, and the
+	// program cannot have changed it since).
+	FromEnv bool
 }

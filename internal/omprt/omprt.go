@@ -259,6 +259,7 @@ type ControlVar struct {
 	Corrected        bool
 	RuntimeRaw       string
 	Stale            bool
+	Source           string
 }
 
 // Breakpoint is a runtime function a debugger can stop in.

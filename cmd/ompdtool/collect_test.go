@@ -175,8 +175,10 @@ func TestMissingTasks(t *testing.T) {
 // rank: then it gets a rank no process has.
 func TestPIDRanks(t *testing.T) {
 	start := func(env ...string) int {
-		cmd := exec.Command("sleep", "60")
-		cmd.Env = env
+		// This test binary, asleep (see TestMain): no other program is
+		// needed.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(env, asSleeper+"=1")
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()

@@ -33,71 +33,83 @@ func TestGompThroughAPI(t *testing.T) {
 			t.Run(rname+"/"+name, func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info(t), name)
 				as := openStop(t, stop, core.WithDebugDirs())
-				rt := as.Runtime()
-				assert.Equal(t, "GNU libgomp", rt.Name)
+				want := ompd.LayoutDWARF
 				if rname == "system" {
-					assert.Equal(t, ompd.LayoutKnownTable, rt.Layout)
-				} else {
-					assert.Equal(t, ompd.LayoutDWARF, rt.Layout)
+					want = ompd.LayoutKnownTable
 				}
-				threads, err := ompd.Collect(as.Threads())
-				require.NoError(t, err)
-				require.Len(t, threads, len(stop.Truth.Threads))
-				for _, th := range threads {
-					lwp, err := th.OSThread(ompd.LWPID)
-					require.NoError(t, err)
-					want := stop.Truth.ThreadByTID(int(lwp))
-					require.NotNil(t, want, "thread %d", lwp)
-					if want.Role == fixtures.RoleIdle {
-						state, _, err := th.State()
-						require.NoError(t, err)
-						assert.Equal(t, ompd.StateIdle, state)
-						inferred, err := th.StateInferred()
-						require.NoError(t, err)
-						assert.True(t, inferred)
-						_, err = th.CurrentParallel()
-						assert.ErrorIs(t, err, ompd.ErrUnavailable)
-						continue
-					}
-					n, err := th.Num()
-					require.NoError(t, err)
-					assert.Equal(t, want.ThreadNum, n)
-					in, err := th.InParallel()
-					require.NoError(t, err)
-					assert.Equal(t, want.InParallel, in)
-					level := want.Level
-					p, err := th.CurrentParallel()
-					for ; err == nil; p, err = p.Enclosing() {
-						l, err := p.Level()
-						require.NoError(t, err)
-						assert.Equal(t, level, l)
-						size, err := p.NumThreads()
-						require.NoError(t, err)
-						assert.Equal(t, want.Ancestors[l].TeamSize, size, "team size at level %d", l)
-						level--
-					}
-					assert.ErrorIs(t, err, ompd.ErrUnavailable)
-					assert.Equal(t, -1, level, "every level down to 0")
-					task, err := th.CurrentTask()
-					require.NoError(t, err)
-					final, err := task.InFinal()
-					require.NoError(t, err)
-					assert.Equal(t, want.InFinal, final)
-				}
-				snap, err := as.Snapshot(context.Background())
-				require.NoError(t, err)
-				require.Len(t, snap.Threads, len(stop.Truth.Threads))
-				// libgomp has no breakpoints: unsupported, not an error.
-				assert.Equal(t, []string{"breakpoints: gomp: libgomp has no OMPD breakpoint functions: ompd: unsupported"}, snap.Unsupported)
-				for _, e := range snap.Errors {
-					assert.NotContains(t, e, "breakpoints")
-				}
-				js, err := json.Marshal(snap)
-				require.NoError(t, err)
-				assert.Contains(t, string(js), `"unsupported":["breakpoints: `)
+				checkGompAPI(t, as, stop.Truth, want)
 			})
 		}
 	}
+}
+
+// checkGompAPI checks, through the public API, what a libgomp program's
+// stop shows against its truth: the runtime and where its layout came
+// from, each thread's number, region nest and team sizes, its task's final
+// flag, idle pool threads as idle (inferred) in no region; and that a
+// snapshot has every thread and lists libgomp's missing breakpoints as
+// unsupported, not as errors. internal/gomp's tests check every answer in
+// depth.
+func checkGompAPI(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, layout ompd.LayoutSource) {
+	t.Helper()
+	rt := as.Runtime()
+	assert.Equal(t, "GNU libgomp", rt.Name)
+	assert.Equal(t, layout, rt.Layout)
+	threads, err := ompd.Collect(as.Threads())
+	require.NoError(t, err)
+	require.Len(t, threads, len(truth.Threads))
+	for _, th := range threads {
+		lwp, err := th.OSThread(ompd.LWPID)
+		require.NoError(t, err)
+		want := truth.ThreadByTID(int(lwp))
+		require.NotNil(t, want, "thread %d", lwp)
+		if want.Role == fixtures.RoleIdle {
+			state, _, err := th.State()
+			require.NoError(t, err)
+			assert.Equal(t, ompd.StateIdle, state)
+			inferred, err := th.StateInferred()
+			require.NoError(t, err)
+			assert.True(t, inferred)
+			_, err = th.CurrentParallel()
+			assert.ErrorIs(t, err, ompd.ErrUnavailable)
+			continue
+		}
+		n, err := th.Num()
+		require.NoError(t, err)
+		assert.Equal(t, want.ThreadNum, n)
+		in, err := th.InParallel()
+		require.NoError(t, err)
+		assert.Equal(t, want.InParallel, in)
+		level := want.Level
+		p, err := th.CurrentParallel()
+		for ; err == nil; p, err = p.Enclosing() {
+			l, err := p.Level()
+			require.NoError(t, err)
+			assert.Equal(t, level, l)
+			size, err := p.NumThreads()
+			require.NoError(t, err)
+			assert.Equal(t, want.Ancestors[l].TeamSize, size, "team size at level %d", l)
+			level--
+		}
+		assert.ErrorIs(t, err, ompd.ErrUnavailable)
+		assert.Equal(t, -1, level, "every level down to 0")
+		task, err := th.CurrentTask()
+		require.NoError(t, err)
+		final, err := task.InFinal()
+		require.NoError(t, err)
+		assert.Equal(t, want.InFinal, final)
+	}
+	snap, err := as.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Len(t, snap.Threads, len(truth.Threads))
+	// libgomp has no breakpoints: unsupported, not an error.
+	assert.Equal(t, []string{"breakpoints: gomp: libgomp has no OMPD breakpoint functions: ompd: unsupported"}, snap.Unsupported)
+	for _, e := range snap.Errors {
+		assert.NotContains(t, e, "breakpoints")
+	}
+	js, err := json.Marshal(snap)
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"unsupported":["breakpoints: `)
 }
 
 // TestGCCProgramOnLLVM: a gcc-compiled program on LLVM's runtime (which

@@ -2,10 +2,8 @@ package ompd_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,64 +12,53 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd"
-	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/ompdtest"
+	"github.com/ompd-go/ompd/internal/shipped"
 	"github.com/ompd-go/ompd/target/core"
 )
 
-// shippedCore is where scripts/make-testdata-core.sh built the program and
-// its runtime: the paths the core names.
-const shippedCore = "/tmp/ompd-go-testdata"
-
-// TestShippedCore checks every answer of the API against the truth on the
-// real core shipped in testdata/nested-core (the nested fixture on LLVM's
-// runtime 19.1.7, made by scripts/make-testdata-core.sh): so that the
-// package's tests read real runtime memory even where nothing else is
-// installed (no clang, gdb or runtime build).
-func TestShippedCore(t *testing.T) {
-	src := filepath.Join("testdata", "nested-core")
-	truth, err := fixtures.LoadTruth(filepath.Join(src, "truth.json"))
-	require.NoError(t, err)
-	display, err := os.ReadFile(filepath.Join(src, "display.txt"))
-	require.NoError(t, err)
-	truth.Display = fixtures.DisplayBlock(string(display))
-	require.NoError(t, truth.Validate())
-	require.NotEmpty(t, truth.Display)
-
-	c, _ := openShipped(t)
-	ths, err := c.Threads()
-	require.NoError(t, err)
-	ompdtest.CheckOSThreads(t, ths, truth)
-
-	as, err := ompd.Open(c)
-	require.NoError(t, err)
-	defer as.Close()
-	assert.Equal(t, ompd.LayoutOMPDTables, as.Runtime().Layout)
-	ompdtest.CheckTruth(t, as, truth)
+// TestShippedCores checks every answer of the API against the truth on
+// each real core shipped in testdata/cores (internal/shipped: both
+// runtimes, with and without the runtime's debug information), so that
+// the package's tests read real runtime memory even where nothing else is
+// installed (no compiler, gdb or runtime build).
+func TestShippedCores(t *testing.T) {
+	shipped.Each(t, func(t *testing.T, c *shipped.Core, o shipped.Opening) {
+		co, _ := c.Open(t, o.Debug)
+		ths, err := co.Threads()
+		require.NoError(t, err)
+		ompdtest.CheckOSThreads(t, ths, c.Truth)
+		as, err := ompd.Open(co)
+		if o.Layout == "" {
+			require.ErrorIs(t, err, ompd.ErrIncompatible, "no layout to read the runtime with")
+			return
+		}
+		require.NoError(t, err)
+		defer as.Close()
+		assert.Equal(t, o.Layout, as.Runtime().Layout.String())
+		switch {
+		case c.Runtime == shipped.GOMP:
+			checkGompAPI(t, as, c.Truth, as.Runtime().Layout)
+		case c.Tracking():
+			ompdtest.CheckTruth(t, as, c.Truth)
+		default:
+			ompdtest.CheckStructure(t, as, c.Truth)
+		}
+	})
 }
 
-// openShipped opens the shipped core, its files unpacked in a temporary
+// openShipped opens the shipped core of LLVM's runtime with OMPD support
+// (testdata/cores/libomp-nested), its files unpacked in a temporary
 // directory, which it returns too.
 func openShipped(t *testing.T) (*core.Core, string) {
 	t.Helper()
-	src := filepath.Join("testdata", "nested-core")
-	dir := t.TempDir()
-	for _, f := range []string{"nested", "libomp.so", "core"} {
-		gunzip(t, filepath.Join(src, f+".gz"), filepath.Join(dir, f))
-	}
-	c, err := core.Open(context.Background(), filepath.Join(dir, "nested"), filepath.Join(dir, "core"),
-		core.WithFileMap(map[string]string{shippedCore + "/lib/libomp.so": filepath.Join(dir, "libomp.so")}),
-		// Nothing of this machine: its own libraries (another glibc,
-		// perhaps) and debug files stay out.
-		core.WithSysroot(t.TempDir()), core.WithDebugDirs())
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c, dir
+	c, f := shipped.Get(t, "libomp-nested").Open(t, false)
+	return c, f.Dir
 }
 
 // TestShippedSnapshotJSON: the JSON of a snapshot of the shipped core,
 // with folded backtraces, is the one recorded in
-// testdata/nested-core/snapshot.json, byte for byte (the directory the
+// testdata/cores/libomp-nested/snapshot.json, byte for byte (the directory the
 // files were unpacked in reads $DIR): tools that read it see no change.
 // OMPD_GO_UPDATE_GOLDEN=1 rewrites the file after a deliberate change.
 func TestShippedSnapshotJSON(t *testing.T) {
@@ -84,7 +71,7 @@ func TestShippedSnapshotJSON(t *testing.T) {
 	got, err := json.MarshalIndent(s, "", "\t")
 	require.NoError(t, err)
 	got = append(bytes.ReplaceAll(got, []byte(dir), []byte("$DIR")), '\n')
-	golden := filepath.Join("testdata", "nested-core", "snapshot.json")
+	golden := filepath.Join("testdata", "cores", "libomp-nested", "snapshot.json")
 	if os.Getenv("OMPD_GO_UPDATE_GOLDEN") == "1" {
 		require.NoError(t, os.WriteFile(golden, got, 0o644))
 	}
@@ -97,18 +84,4 @@ func TestShippedSnapshotJSON(t *testing.T) {
 	again, err := json.MarshalIndent(&back, "", "\t")
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(again)+"\n")
-}
-
-func gunzip(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	require.NoError(t, err)
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	require.NoError(t, err)
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, zr)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
 }

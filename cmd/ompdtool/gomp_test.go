@@ -71,75 +71,93 @@ func TestCoreGomp(t *testing.T) {
 				}
 			}
 			out := runTool(t, "core", "-threads", "-vars", "-breakpoints", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
-			assert.Contains(t, out, "GNU libgomp")
-			assert.Contains(t, out, "states inferred from the stacks")
-			blocks := threadBlocks(t, out)
-			require.Len(t, blocks, len(stop.Truth.Threads), "one block per thread:\n%s", out)
-			region := regexp.MustCompile(`(?m)^    level (\d+)  active level (\d+)  (\d+) threads?  (\S+)`)
-			for _, th := range stop.Truth.Threads {
-				b, ok := blocks[th.TID]
-				require.True(t, ok, "thread %d:\n%s", th.TID, out)
-				// The thread table's line: its number in its team.
-				row := regexp.MustCompile(`(?m)^  gtid \d+ +lwp ` + strconv.Itoa(th.TID) + ` +thread_num (\d+) `).FindStringSubmatch(out)
-				require.NotNil(t, row, "thread %d in the table", th.TID)
-				assert.Equal(t, strconv.Itoa(th.ThreadNum), row[1], "thread number of %d", th.TID)
-				// Its nest, innermost first, level by level.
-				levels := region.FindAllStringSubmatch(b, -1)
-				require.Len(t, levels, th.Level+1, "thread %d's levels:\n%s", th.TID, b)
-				for i, m := range levels {
-					l := th.Level - i
-					assert.Equal(t, strconv.Itoa(l), m[1], "thread %d", th.TID)
-					assert.Equal(t, strconv.Itoa(th.Ancestors[l].TeamSize), m[3], "thread %d: team size at level %d", th.TID, l)
-					if l == th.Level {
-						assert.Equal(t, strconv.Itoa(th.ActiveLevel), m[2], "thread %d: active level", th.TID)
-					}
-					if l > 0 {
-						assert.Contains(t, m[4], "._omp_fn.", "thread %d: the function of level %d", th.TID, l)
-					}
-				}
-				// Its ICVs, as the program saw them.
-				icvs := regexp.MustCompile(`(?m)^  ICVs: (.*)$`).FindStringSubmatch(b)
-				require.NotNil(t, icvs, "thread %d's ICVs:\n%s", th.TID, b)
-				assert.Contains(t, " "+icvs[1]+" ", " thread-num-var="+strconv.Itoa(th.ThreadNum)+" ")
-				nthreads := strconv.Itoa(th.MaxThreads)
-				if !c.debug {
-					nthreads += ",..." // the rest of the list needs the debug file
-				}
-				assert.Contains(t, " "+icvs[1]+" ", " nthreads-var="+nthreads+" ", "thread %d", th.TID)
-			}
-			asICVs := regexp.MustCompile(`(?m)^Address-space ICVs: (.*)$`).FindStringSubmatch(out)
-			require.NotNil(t, asICVs)
-			icv := stop.Truth.Threads[0].ICV
-			require.NotNil(t, icv)
-			// Every wait named, with or without the library's debug
-			// information (a barrier gcc calls GOMP_barrier for is
-			// wait_barrier: explicit or a worksharing construct's).
-			assert.Regexp(t, `(?m)^  2 threads wait_barrier in `, out)
-			assert.Contains(t, out, "wait_lock")
-			assert.Contains(t, out, "wait_critical")
-			assert.NotContains(t, out, "state unknown")
-			if c.debug {
-				assert.Contains(t, out, "OMP_NUM_THREADS")
-				// The affinity format as text, the others as numbers.
-				assert.Contains(t, asICVs[1], "affinity-format-var="+icv.AffinityFormat+" ")
-				assert.Contains(t, asICVs[1], "num-procs-var="+strconv.Itoa(icv.NumProcs))
-				assert.Contains(t, asICVs[1], "max-task-priority-var="+strconv.Itoa(icv.MaxTaskPriority)+" ")
-				assert.Contains(t, asICVs[1], "stacksize-var=262144 ")
-				assert.NotContains(t, out, "need its debug information")
-			} else {
-				// The ICVs a program cannot change after start-up, from
-				// its start-up environment, marked; the display
-				// variables are its OMP_* variables.
-				assert.Contains(t, asICVs[1], "cancel-var=0* ")
-				assert.Contains(t, asICVs[1], "stacksize-var=262144* ")
-				assert.Contains(t, asICVs[1], "(* from the program's start-up environment: libgomp's globals are hidden symbols")
-				assert.NotContains(t, asICVs[1], "affinity-format-var", "one the program may change")
-				assert.Regexp(t, `Display control variables:\n(  OMP_\S+ +\(the program's start-up environment\)\n)*  OMP_STACKSIZE='256K' +\(the program's start-up environment\)\n`, out)
-			}
-			assert.Regexp(t, `Breakpoints:\n  none: gomp: libgomp has no OMPD breakpoint functions`, out)
-			assert.NotContains(t, out, "Errors (")
-			assert.Contains(t, out, "work_parallel")
+			checkGompText(t, out, stop.Truth, c.debug)
 		})
+	}
+}
+
+// checkGompText checks what the inspector prints of a libgomp program's
+// core with -threads -vars -breakpoints against its truth (see
+// TestCoreGomp); debug says whether libgomp's debug information is there.
+func checkGompText(t *testing.T, out string, truth *fixtures.Truth, debug bool) {
+	t.Helper()
+	assert.Contains(t, out, "GNU libgomp")
+	assert.Contains(t, out, "states inferred from the stacks")
+	more := ""
+	if !debug {
+		more = ",..." // the rest of the list needs the debug file
+	}
+	checkThreadsText(t, out, truth, "._omp_fn.", more)
+	asICVs := regexp.MustCompile(`(?m)^Address-space ICVs: (.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, asICVs)
+	icv := truth.Threads[0].ICV
+	require.NotNil(t, icv)
+	// Every wait named, with or without the library's debug
+	// information (a barrier gcc calls GOMP_barrier for is
+	// wait_barrier: explicit or a worksharing construct's).
+	assert.Regexp(t, `(?m)^  2 threads wait_barrier in `, out)
+	assert.Contains(t, out, "wait_lock")
+	assert.Contains(t, out, "wait_critical")
+	assert.NotContains(t, out, "state unknown")
+	if debug {
+		assert.Contains(t, out, "OMP_NUM_THREADS")
+		// The affinity format as text, the others as numbers.
+		assert.Contains(t, asICVs[1], "affinity-format-var="+icv.AffinityFormat+" ")
+		assert.Contains(t, asICVs[1], "num-procs-var="+strconv.Itoa(icv.NumProcs))
+		assert.Contains(t, asICVs[1], "max-task-priority-var="+strconv.Itoa(icv.MaxTaskPriority)+" ")
+		assert.Contains(t, asICVs[1], "stacksize-var=262144 ")
+		assert.NotContains(t, out, "need its debug information")
+	} else {
+		// The ICVs a program cannot change after start-up, from
+		// its start-up environment, marked; the display
+		// variables are its OMP_* variables.
+		assert.Contains(t, asICVs[1], "cancel-var=0* ")
+		assert.Contains(t, asICVs[1], "stacksize-var=262144* ")
+		assert.Contains(t, asICVs[1], "(* from the program's start-up environment: libgomp's globals are hidden symbols")
+		assert.NotContains(t, asICVs[1], "affinity-format-var", "one the program may change")
+		assert.Regexp(t, `Display control variables:\n(  OMP_\S+ +\(the program's start-up environment\)\n)*  OMP_STACKSIZE='256K' +\(the program's start-up environment\)\n`, out)
+	}
+	assert.Regexp(t, `Breakpoints:\n  none: gomp: libgomp has no OMPD breakpoint functions`, out)
+	assert.NotContains(t, out, "Errors (")
+	assert.Contains(t, out, "work_parallel")
+}
+
+// checkThreadsText checks every thread of the inspector's -threads output
+// against the program's truth: its row of the table (its thread number),
+// its region nest level by level (team sizes, the active level, an
+// outlined function whose name holds fn) and its ICVs (thread-num-var,
+// and nthreads-var followed by nthreadsMore).
+func checkThreadsText(t *testing.T, out string, truth *fixtures.Truth, fn, nthreadsMore string) {
+	t.Helper()
+	blocks := threadBlocks(t, out)
+	require.Len(t, blocks, len(truth.Threads), "one block per thread:\n%s", out)
+	region := regexp.MustCompile(`(?m)^    level (\d+)  active level (\d+)  (\d+) threads?  (\S+)`)
+	for _, th := range truth.Threads {
+		b, ok := blocks[th.TID]
+		require.True(t, ok, "thread %d:\n%s", th.TID, out)
+		// The thread table's line: its number in its team.
+		row := regexp.MustCompile(`(?m)^  gtid \d+ +lwp ` + strconv.Itoa(th.TID) + ` +thread_num (\d+) `).FindStringSubmatch(out)
+		require.NotNil(t, row, "thread %d in the table", th.TID)
+		assert.Equal(t, strconv.Itoa(th.ThreadNum), row[1], "thread number of %d", th.TID)
+		// Its nest, innermost first, level by level.
+		levels := region.FindAllStringSubmatch(b, -1)
+		require.Len(t, levels, th.Level+1, "thread %d's levels:\n%s", th.TID, b)
+		for i, m := range levels {
+			l := th.Level - i
+			assert.Equal(t, strconv.Itoa(l), m[1], "thread %d", th.TID)
+			assert.Equal(t, strconv.Itoa(th.Ancestors[l].TeamSize), m[3], "thread %d: team size at level %d", th.TID, l)
+			if l == th.Level {
+				assert.Equal(t, strconv.Itoa(th.ActiveLevel), m[2], "thread %d: active level", th.TID)
+			}
+			if l > 0 {
+				assert.Contains(t, m[4], fn, "thread %d: the function of level %d", th.TID, l)
+			}
+		}
+		// Its ICVs, as the program saw them.
+		icvs := regexp.MustCompile(`(?m)^  ICVs: (.*)$`).FindStringSubmatch(b)
+		require.NotNil(t, icvs, "thread %d's ICVs:\n%s", th.TID, b)
+		assert.Contains(t, " "+icvs[1]+" ", " thread-num-var="+strconv.Itoa(th.ThreadNum)+" ")
+		assert.Contains(t, " "+icvs[1]+" ", " nthreads-var="+strconv.Itoa(th.MaxThreads)+nthreadsMore+" ", "thread %d", th.TID)
 	}
 }
 

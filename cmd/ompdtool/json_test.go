@@ -1,7 +1,6 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/shipped"
 )
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
@@ -164,22 +164,8 @@ func TestDisplayVarsText(t *testing.T) {
 // runtime has none) the variables whose state sits in structures only the
 // DWARF describes keep the start-up text, and say so in text and JSON.
 func TestDisplayVarsStaleText(t *testing.T) {
-	src := filepath.Join("..", "..", "testdata", "nested-core")
-	dir := t.TempDir()
-	for _, f := range []string{"nested", "libomp.so", "core"} {
-		in, err := os.Open(filepath.Join(src, f+".gz"))
-		require.NoError(t, err)
-		zr, err := gzip.NewReader(in)
-		require.NoError(t, err)
-		b, err := io.ReadAll(zr)
-		in.Close()
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o755))
-	}
-	args := []string{"core", "-vars", "-sysroot", t.TempDir(),
-		// Where scripts/make-testdata-core.sh built the runtime.
-		"-file-map", "/tmp/ompd-go-testdata/lib/libomp.so=" + filepath.Join(dir, "libomp.so"),
-		filepath.Join(dir, "nested"), filepath.Join(dir, "core")}
+	f := shipped.Get(t, "libomp-nested").Unpack(t, false)
+	args := append(append([]string{"core", "-vars"}, f.ToolFlags(t)...), f.Program, f.Core)
 	code, out, errOut := execTool(context.Background(), args...)
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `(?m)^  KMP_AFFINITY='.*' +\(start-up text, may be stale\)$`, out)

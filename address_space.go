@@ -66,7 +66,8 @@ func Open(t target.Target) (*AddressSpace, error) {
 	return as, nil
 }
 
-// Close releases the address space (ompd_rel_address_space_handle). Handles
+// Close releases the address space (ompd_rel_address_space_handle, the
+// drafts' ompd_release_address_space_handle). Handles
 // made from it fail with ErrStaleHandle afterwards. It does not close the
 // target.
 func (as *AddressSpace) Close() error {
@@ -139,7 +140,7 @@ func (as *AddressSpace) OpenMPVersion() (int, error) {
 }
 
 // DLLLocations returns the names of the OMPD libraries the runtime
-// advertises in ompd_dll_locations, in its order.
+// advertises (its variable ompd_dll_locations), in its order.
 func (as *AddressSpace) DLLLocations() ([]string, error) {
 	if err := as.check(); err != nil {
 		return nil, err
@@ -170,8 +171,10 @@ type ControlVar struct {
 // String returns the variable's line, NAME='value' (Raw).
 func (c ControlVar) String() string { return c.Raw }
 
-// DisplayControlVars returns the display control variables: what
-// OMP_DISPLAY_ENV=verbose prints, NAME=value, in the runtime's order.
+// DisplayControlVars returns the display control variables
+// (ompd_get_display_control_vars, the 2014 proposal's
+// ompd_display_control_vars): what OMP_DISPLAY_ENV=verbose prints,
+// NAME=value, in the runtime's order.
 //
 // LLVM's runtime records them at start-up before it reads the environment,
 // so its record shows the defaults (LLVM's libompd reports those), and
@@ -225,7 +228,8 @@ func (b Breakpoints) All() iter.Seq[Breakpoint] {
 	return slices.Values([]Breakpoint{b.ParallelBegin, b.ParallelEnd, b.TaskBegin, b.TaskEnd, b.ThreadBegin, b.ThreadEnd, b.DLLLocationsValid})
 }
 
-// Breakpoints returns the addresses of the runtime's breakpoint functions.
+// Breakpoints returns the addresses of the runtime's breakpoint functions
+// (ompd_get_breakpoints).
 func (as *AddressSpace) Breakpoints() (Breakpoints, error) {
 	var b Breakpoints
 	if err := as.check(); err != nil {

@@ -62,7 +62,8 @@ import (
 )
 
 // Version is the OMPD API version this package implements, as OMPD's
-// ompd_get_api_version reports it: the _OPENMP value (year and month) of
+// ompd_get_api_version reports it (ompd_get_api_version, the drafts'
+// ompd_get_version and ompd_get_version_compatibility): the _OPENMP value (year and month) of
 // the OpenMP specification whose OMPD it follows, OpenMP 5.1's, whose
 // additions it has (ErrIncomplete, the teams ICVs, the states
 // StateWaitBarrierImplementation and StateWaitBarrierTeams). LLVM's libompd
@@ -72,8 +73,8 @@ const Version = 202011
 // specVersion is the OpenMP version whose _OPENMP value Version is.
 const specVersion = "5.1"
 
-// VersionString describes this implementation, as ompd_get_version_string
-// does.
+// VersionString describes this implementation
+// (ompd_get_version_string).
 func VersionString() string {
 	return fmt.Sprintf("ompd-go: OMPD %d (OpenMP %s debugging interface) for LLVM's libomp and GCC's libgomp", Version, specVersion)
 }

@@ -84,7 +84,9 @@ func (p Parallel) NumThreads() (int, error) {
 	return d.TeamSize, nil
 }
 
-// Enclosing returns the region that encloses p (ompd_get_enclosing_parallel_handle).
+// Enclosing returns the region that encloses p
+// (ompd_get_enclosing_parallel_handle, the 2014 proposal's
+// ompd_get_ancestor_parallel_handle).
 // The outermost region gives an error matching ErrUnavailable. Levels fall
 // strictly going outwards: memory that says otherwise gives ErrCorrupt
 // there, so a loop over Enclosing ends.

@@ -122,7 +122,9 @@ func (t Task) Parallel() (Parallel, error) {
 }
 
 // Generating returns the task that created t, its generating ancestor
-// (ompd_get_generating_task_handle). The initial task gives an error
+// (ompd_get_generating_task_handle, the drafts'
+// ompd_get_generating_ancestor_task_region and the 2014 proposal's
+// ompd_get_ancestor_task_handle). The initial task gives an error
 // matching ErrUnavailable. Corrupt memory can link tasks in a cycle; two
 // tasks naming each other give ErrCorrupt, but a loop over Generating should
 // still bound its steps or keep a visited set, as Snapshot does.
@@ -132,7 +134,8 @@ func (t Task) Generating() (Task, error) {
 }
 
 // Scheduling returns the task whose execution t interrupted in its thread,
-// its scheduling ancestor (ompd_get_scheduling_task_handle). For explicit
+// its scheduling ancestor (ompd_get_scheduling_task_handle, the drafts'
+// ompd_get_scheduling_ancestor_task_region). For explicit
 // tasks that is what the runtime recorded when the task started (needs
 // state tracking); a serialized region's implicit task and a primary
 // thread's implicit task interrupt the task that encountered the region; a

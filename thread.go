@@ -201,7 +201,7 @@ func (t Thread) InParallel() (bool, error) {
 }
 
 // OSThread returns the thread's OS thread id of the given kind
-// (ompd_get_thread_id): the pthread_t, or the kernel's LWP id (found by
+// (ompd_get_thread_id, the 2014 proposal's ompd_get_osthread): the pthread_t, or the kernel's LWP id (found by
 // matching the pthread id with the target's threads). A thread the runtime
 // is still starting has no pthread id recorded yet: ErrUnavailable.
 func (t Thread) OSThread(kind ThreadIDKind) (uint64, error) {
@@ -246,7 +246,8 @@ func (t Thread) league() (*omprt.ThreadData, error) {
 }
 
 // CurrentParallel returns the innermost parallel region the thread is in
-// (ompd_get_curr_parallel_handle). Serialized regions count: a thread inside
+// (ompd_get_curr_parallel_handle, the drafts' ompd_get_top_parallel_region
+// and ompd_get_innermost_parallel_region). Serialized regions count: a thread inside
 // a num_threads(1) region gets that region, at its own level.
 //
 // A thread stopped in one of the runtime's breakpoint functions
@@ -267,7 +268,7 @@ func (t Thread) CurrentParallel() (Parallel, error) {
 }
 
 // CurrentTask returns the task the thread is executing
-// (ompd_get_curr_task_handle); at the runtime's breakpoint functions, the
+// (ompd_get_curr_task_handle, the drafts' ompd_get_top_task_region); at the runtime's breakpoint functions, the
 // task OpenMP binds there (see CurrentParallel).
 func (t Thread) CurrentTask() (Task, error) {
 	d, err := t.data()

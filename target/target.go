@@ -128,8 +128,8 @@ type Thread struct {
 // Every method must be safe for concurrent use by several goroutines.
 type Target interface {
 	// LookupSymbol returns the run-time address of the symbol called
-	// name, global or local, in the executable or any loaded shared
-	// object. If several objects define it, the executable wins, then
+	// name (ompd_tsymbol_addr_fn_t), global or local, in the executable
+	// or any loaded shared object. If several objects define it, the executable wins, then
 	// the objects in load order; within an object a global (or weak)
 	// definition wins over a local one. A missing symbol is an error
 	// wrapping ErrNotFound.
@@ -141,29 +141,33 @@ type Target interface {
 	// the thread has not allocated yet wraps ErrNoMemory.
 	LookupThreadLocal(thread uint64, name string) (uint64, error)
 
-	// TypeSize returns the size in bytes of the named C type (a typedef
-	// name, or "struct x" / "union x"), from the target's debug
-	// information. A missing type wraps ErrNotFound.
+	// TypeSize returns the size in bytes of the named C type, a typedef
+	// name or "struct x" / "union x" (ompd_ttype_sizeof_fn_t, and
+	// ompd_ttype_fn_t: the type is named, not looked up first), from the
+	// target's debug information. A missing type wraps ErrNotFound.
 	TypeSize(typeName string) (uint64, error)
 
 	// FieldOffset returns the byte offset of the named member within the
-	// named C struct or union type. A missing type or member wraps
+	// named C struct or union type (ompd_ttype_offset_fn_t). A missing type or member wraps
 	// ErrNotFound.
 	FieldOffset(typeName, field string) (uint64, error)
 
-	// ReadMemory fills buf with the target's memory starting at addr. It
-	// either fills all of buf or returns an error (usually a *ReadError
-	// wrapping ErrNoMemory); it never returns a partial read as success.
+	// ReadMemory fills buf with the target's memory starting at addr
+	// (ompd_tmemory_access_fn_t, as the read callback). It either fills
+	// all of buf or returns an error (usually a *ReadError wrapping
+	// ErrNoMemory); it never returns a partial read as success.
 	ReadMemory(buf []byte, addr uint64) error
 
-	// WriteMemory writes data to the target's memory at addr. Read-only
+	// WriteMemory writes data to the target's memory at addr
+	// (ompd_tmemory_access_fn_t, as the write callback). Read-only
 	// targets return an error wrapping ErrReadOnly.
 	WriteMemory(addr uint64, data []byte) error
 
-	// ByteOrder is the target's byte order.
+	// ByteOrder is the target's byte order (for ompd_target_host_fn_t:
+	// the library decodes target data with it).
 	ByteOrder() binary.ByteOrder
 
-	// Sizes are the target's primitive type sizes.
+	// Sizes are the target's primitive type sizes (ompd_tsizeof_prim_fn_t).
 	Sizes() Sizes
 
 	// Threads lists the target's OS threads.

@@ -1,7 +1,8 @@
-// Package fakeruntime builds synthetic LLVM OpenMP runtime memory behind an
+// Package fakeruntime builds synthetic OpenMP runtime memory behind an
 // in-memory target.Target, for tests of what a real runtime cannot show:
 // other byte orders and pointer sizes, nested serialized regions at will,
-// freed tasks, corrupt tables, cycles and absurd counts.
+// freed tasks, corrupt tables, cycles and absurd counts; and, through the
+// public package fakeomp, for the tests of tools built on package ompd.
 //
 // A Target is sparse memory with a symbol table, thread-local symbols, an OS
 // thread list and optional debug information. A Runtime lays LLVM's runtime
@@ -9,12 +10,15 @@
 // LLVM's), writes the OMPD layout tables that describe them, and offers
 // builders and setters for threads, teams, serial teams, tasks, ICVs and
 // runtime globals. A Scenario builds a typical program state in one call.
+// A Gomp lays out GCC's libgomp the same way, as a loaded library with
+// thread-local data and its layout as debug information.
 //
 // Builder methods panic on misuse (writing outside memory the builder did not
 // allocate): they are for tests, where a panic is a clear failure.
 package fakeruntime
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -109,6 +113,7 @@ type Target struct {
 	funcs    []function // sorted by addr
 	readOnly bool
 	fault    func(addr uint64, size int) error
+	machine  elf.Machine
 
 	reads, bytesRead atomic.Int64
 }
@@ -668,6 +673,21 @@ func (t *Target) SetReadFault(f func(addr uint64, size int) error) {
 	t.mu.Lock()
 	t.fault = f
 	t.mu.Unlock()
+}
+
+// SetMachine sets the ELF machine Machine reports.
+func (t *Target) SetMachine(m elf.Machine) {
+	t.mu.Lock()
+	t.machine = m
+	t.mu.Unlock()
+}
+
+// Machine reports the ELF machine of the target's program, as target/core
+// does: EM_NONE (unknown) unless SetMachine said otherwise.
+func (t *Target) Machine() elf.Machine {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.machine
 }
 
 // ByteOrder implements target.Target.

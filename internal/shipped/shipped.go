@@ -251,6 +251,8 @@ type Files struct {
 	// Map maps the paths the core names to the unpacked files (for
 	// core.WithFileMap, or ompdtool's -file-map).
 	Map map[string]string
+	// Debug are the unpacked debug files, if any.
+	Debug []string
 }
 
 // Unpack decompresses the core's files into a directory of tb.TempDir(),
@@ -282,6 +284,11 @@ func (c *Core) Unpack(tb testing.TB, debug bool) *Files {
 	for path, local := range c.Files {
 		f.Map[path] = filepath.Join(f.Dir, filepath.Base(local))
 	}
+	if debug {
+		for _, d := range c.DebugFiles {
+			f.Debug = append(f.Debug, filepath.Join(f.Dir, filepath.Base(d)))
+		}
+	}
 	return f
 }
 
@@ -290,6 +297,35 @@ func (c *Core) Unpack(tb testing.TB, debug bool) *Files {
 // files stay out.
 func (f *Files) Options(tb testing.TB) []core.Option {
 	return []core.Option{core.WithFileMap(f.Map), core.WithSysroot(tb.TempDir()), core.WithDebugDirs()}
+}
+
+// Sysroot makes a directory that holds the files at the paths the core
+// names, as a copy of the machine it was made on would (the debug files
+// beside the libraries that name them), for core.WithSysroot or
+// ompdtool's -sysroot alone. The files are hard links to the unpacked ones
+// (a sysroot's symbolic links may not lead out of it).
+func (f *Files) Sysroot(tb testing.TB) string {
+	tb.Helper()
+	root := tb.TempDir()
+	dirs := map[string]bool{}
+	for path, local := range f.Map {
+		to := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			tb.Fatalf("shipped: %v", err)
+		}
+		if err := os.Link(local, to); err != nil {
+			tb.Fatalf("shipped: %v", err)
+		}
+		dirs[filepath.Dir(to)] = true
+	}
+	for _, d := range f.Debug {
+		for dir := range dirs {
+			if err := os.Link(d, filepath.Join(dir, filepath.Base(d))); err != nil {
+				tb.Fatalf("shipped: %v", err)
+			}
+		}
+	}
+	return root
 }
 
 // ToolFlags are the flags of ompdtool core that read the files and nothing

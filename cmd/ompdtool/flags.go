@@ -103,6 +103,7 @@ func init() {
 		"collect": collectMode(),
 		"merge":   mergeMode(),
 		"job":     jobMode(),
+		"demo":    demoMode(),
 		"launch": {
 			synopsis: "launch [flags] [-env KEY=VALUE]... [-break FUNC] [--] PROG [ARGS...]",
 			about: "Start PROG with OMP_DEBUG=enabled, run it until it calls FUNC, print its\n" +

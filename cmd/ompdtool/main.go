@@ -13,6 +13,7 @@
 //	ompdtool [flags] collect [flags] [-job JOBID[.STEP]] [-node NAME] [PID...]
 //	ompdtool [flags] merge [flags] [-exe EXE] [-dot] [-depth N] FILE|DIR...
 //	ompdtool [flags] job [flags] [-sbcast] [-dot] [-depth N] JOBID
+//	ompdtool [flags] demo [flags] [NAME]
 //	ompdtool help [MODE]
 //
 // Flags go before or after the mode, and between the mode's arguments
@@ -41,6 +42,10 @@
 // if any; a download says what it fetches on standard error. Cores copied
 // off another machine find that machine's libraries under -sysroot DIR, or
 // one by one with -file-map CORE_PATH=LOCAL_PATH.
+//
+// demo reads a real core that ompd-go's sources ship (in testdata/cores),
+// as core does: from a checkout, go run ./cmd/ompdtool demo shows the tool
+// with nothing installed.
 //
 // job prints the merged OpenMP view of every rank of a running Slurm job:
 // it runs collect on each node of the job through one overlapping step

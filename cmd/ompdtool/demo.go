@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/ompd-go/ompd/internal/corefiles"
 )
@@ -17,10 +20,11 @@ const defaultDemo = "libomp-nested"
 func demoMode() mode {
 	return mode{
 		synopsis: "demo [flags] [NAME]",
-		about: "Read a real core that ompd-go's sources ship (testdata/cores: run it in a\n" +
-			"checkout, as go run ./cmd/ompdtool demo), with nothing installed: the nested\n" +
-			"fixture, six threads in nested regions, on LLVM's libomp (" + defaultDemo + ", the\n" +
-			"default) or GCC's libgomp (libgomp14-nested, ...; an unknown NAME lists them).",
+		about: "Read a real core that ompd-go's sources ship (testdata/cores of the checkout it\n" +
+			"runs in, else of the Go module cache that go install filled), with nothing\n" +
+			"installed: the nested fixture, six threads in nested regions, on LLVM's\n" +
+			"libomp (" + defaultDemo + ", the default) or GCC's libgomp (libgomp14-nested,\n" +
+			"...; an unknown NAME lists them).",
 		flags: flagsCommon | flagsView,
 		run:   runDemo,
 	}
@@ -39,13 +43,9 @@ func runDemo(ctx context.Context, o *options, args []string, out io.Writer) erro
 	if len(args) == 1 {
 		name = args[0]
 	}
-	wd, err := os.Getwd()
+	root, err := demoRoot(ctx)
 	if err != nil {
 		return err
-	}
-	root, err := corefiles.ModuleRoot(wd)
-	if err != nil {
-		return fmt.Errorf("demo reads the cores of a checkout of ompd-go's sources: %w", err)
 	}
 	cores, err := corefiles.LoadAll(corefiles.Dir(root))
 	if err != nil {
@@ -80,4 +80,42 @@ func runDemo(ctx context.Context, o *options, args []string, out io.Writer) erro
 	o.sysroot, o.fileMap, o.debugDirs = empty, f.Map, []string{empty}
 	o.progressf("the %s fixture on %s %s (%s)", c.Fixture, c.Runtime, c.RuntimeVersion, filepath.Join("testdata", "cores", c.Name))
 	return runCore(ctx, o, []string{f.Program, f.Core}, out)
+}
+
+// demoRoot finds the sources whose testdata/cores demo reads: the
+// checkout the working directory is in, else the copy of the tool's own
+// version that go install left in the Go module cache.
+func demoRoot(ctx context.Context) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root, errCheckout := corefiles.ModuleRoot(wd)
+	if errCheckout == nil {
+		return root, nil
+	}
+	version := ""
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Path == corefiles.Module {
+		version = bi.Main.Version
+	}
+	root, errCache := corefiles.InModuleCache(goModCache(ctx), version)
+	if errCache != nil {
+		return "", fmt.Errorf("demo reads the cores of ompd-go's sources, from a checkout or the Go module cache: %w; %w", errCheckout, errCache)
+	}
+	return root, nil
+}
+
+// goModCache returns the Go module cache's directory as go env says it,
+// else as the environment does.
+func goModCache(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMODCACHE")
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local") // never a toolchain download
+	if out, err := cmd.Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); d != "" {
+			return d
+		}
+	}
+	return corefiles.ModCache(os.Getenv)
 }

@@ -96,6 +96,43 @@ func ModuleRoot(dir string) (string, error) {
 	}
 }
 
+// InModuleCache returns the root of version of the module in the Go
+// module cache (where "go install Module/cmd/ompdtool@version" left its
+// sources, testdata included), if it is there. modCache is the cache's
+// directory (go env GOMODCACHE).
+func InModuleCache(modCache, version string) (string, error) {
+	if version == "" || version == "(devel)" {
+		return "", fmt.Errorf("%s was built from sources of no known version", Module)
+	}
+	if modCache == "" {
+		return "", errors.New("no Go module cache (go env GOMODCACHE)")
+	}
+	// The module path has no upper-case letter, so the cache's escaped
+	// form of it is the path itself.
+	d := filepath.Join(modCache, filepath.FromSlash(Module)+"@"+version)
+	if _, err := os.Stat(filepath.Join(d, "go.mod")); err != nil {
+		return "", fmt.Errorf("%s@%s is not in the Go module cache: %w", Module, version, err)
+	}
+	return d, nil
+}
+
+// ModCache returns the Go module cache's directory as the go command
+// finds it without its configuration file: GOMODCACHE, else the first
+// directory of GOPATH, else $HOME/go, followed by pkg/mod.
+func ModCache(getenv func(string) string) string {
+	if d := getenv("GOMODCACHE"); d != "" {
+		return d
+	}
+	gopath := filepath.SplitList(getenv("GOPATH"))
+	if len(gopath) > 0 && gopath[0] != "" {
+		return filepath.Join(gopath[0], "pkg", "mod")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, "go", "pkg", "mod")
+	}
+	return ""
+}
+
 // Dir returns the directory of the cores in the module rooted at root.
 func Dir(root string) string { return filepath.Join(root, "testdata", "cores") }
 

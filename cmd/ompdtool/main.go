@@ -44,8 +44,9 @@
 // one by one with -file-map CORE_PATH=LOCAL_PATH.
 //
 // demo reads a real core that ompd-go's sources ship (in testdata/cores),
-// as core does: from a checkout, go run ./cmd/ompdtool demo shows the tool
-// with nothing installed.
+// as core does, with nothing installed: in a checkout, go run
+// ./cmd/ompdtool demo; installed with go install, ompdtool demo reads the
+// cores of its own version in the Go module cache.
 //
 // job prints the merged OpenMP view of every rank of a running Slurm job:
 // it runs collect on each node of the job through one overlapping step

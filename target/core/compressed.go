@@ -183,7 +183,7 @@ func (g *sizeGuard) Write(p []byte) (int, error) {
 // done checks the end of the content: at least the ELF header.
 func (g *sizeGuard) done() error {
 	if g.stage == stageNone {
-		return fmt.Errorf("the decompressed content (%d bytes) is no ELF core", g.n)
+		return formatErr(0, "ELF header", "the decompressed content (%d bytes) is no ELF core", g.n)
 	}
 	return nil
 }
@@ -281,14 +281,12 @@ func (g *sizeGuard) word(b []byte) uint64 {
 	return g.order.Uint64(b)
 }
 
-// span adds off+size to the size the headers give, if both are sane; what
-// and i name the header (i < 0: a table).
-func (g *sizeGuard) span(what string, i int64, off, size uint64) error {
+// span adds off+size to the size the headers give, if both are sane: the
+// header what, at file offset at, gives part (a table, a segment or a
+// section) of size bytes at off.
+func (g *sizeGuard) span(at uint64, what, part string, off, size uint64) error {
 	if off > maxOffset || size > maxOffset {
-		if i >= 0 {
-			what = fmt.Sprintf("%s header %d", what, i)
-		}
-		return fmt.Errorf("%w: %s gives %d bytes at offset %d", ErrDecompressedSize, what, size, off)
+		return formatErr(at, what, "%w: %s of %d bytes at offset %#x", ErrDecompressedSize, part, size, off)
 	}
 	g.end = max(g.end, off+size)
 	return nil
@@ -300,7 +298,7 @@ func (g *sizeGuard) readEhdr() error {
 		return err
 	}
 	if !bytes.HasPrefix(h, []byte(elf.ELFMAG)) {
-		return errors.New("the decompressed content is no ELF file")
+		return formatErr(0, "ELF header", "the decompressed content is no ELF file")
 	}
 	switch elf.Data(h[elf.EI_DATA]) {
 	case elf.ELFDATA2LSB:
@@ -308,7 +306,7 @@ func (g *sizeGuard) readEhdr() error {
 	case elf.ELFDATA2MSB:
 		g.order = binary.BigEndian
 	default:
-		return fmt.Errorf("the decompressed ELF header has byte order %d", h[elf.EI_DATA])
+		return formatErr(elf.EI_DATA, "ELF header", "the decompressed ELF header has byte order %d", h[elf.EI_DATA])
 	}
 	g.class = elf.Class(h[elf.EI_CLASS])
 	switch g.class {
@@ -317,7 +315,7 @@ func (g *sizeGuard) readEhdr() error {
 	case elf.ELFCLASS32:
 		g.l = &elfLayout32
 	default:
-		return fmt.Errorf("the decompressed ELF header has class %d", h[elf.EI_CLASS])
+		return formatErr(elf.EI_CLASS, "ELF header", "the decompressed ELF header has class %d", h[elf.EI_CLASS])
 	}
 	l := g.l
 	half := func(off uintptr) uint64 { return uint64(g.order.Uint16(h[off:])) }
@@ -326,13 +324,13 @@ func (g *sizeGuard) readEhdr() error {
 	g.shentsz, g.shnum = half(l.shentsize), half(l.shnum)
 	ph, sh := uint64(l.prog), uint64(l.sect)
 	if g.phnum != 0 && (g.phentsz < ph || g.phentsz > maxHeaderEntry) {
-		return fmt.Errorf("the decompressed ELF header gives program headers of %d bytes", g.phentsz)
+		return formatErr(uint64(l.phentsize), "ELF header", "the decompressed ELF header gives program headers of %d bytes", g.phentsz)
 	}
 	if (g.shnum != 0 || g.needSh0()) && (g.shentsz < sh || g.shentsz > maxHeaderEntry) {
-		return fmt.Errorf("the decompressed ELF header gives section headers of %d bytes", g.shentsz)
+		return formatErr(uint64(l.shentsize), "ELF header", "the decompressed ELF header gives section headers of %d bytes", g.shentsz)
 	}
 	if g.phoff > maxOffset || g.shoff > maxOffset {
-		return fmt.Errorf("%w: its ELF header puts its headers at %d and %d", ErrDecompressedSize, g.phoff, g.shoff)
+		return formatErr(uint64(l.phoff), "ELF header", "%w: its ELF header puts its headers at %#x and %#x", ErrDecompressedSize, g.phoff, g.shoff)
 	}
 	g.end = elfHeaderSize
 	return nil
@@ -351,7 +349,7 @@ func (g *sizeGuard) readSh0() error {
 		g.phnum = uint64(g.order.Uint32(s[g.l.sectInfo:]))
 	}
 	if g.phnum > maxHeaders || g.shnum > maxHeaders {
-		return fmt.Errorf("%w: section header 0 gives %d program and %d section headers", ErrDecompressedSize, g.phnum, g.shnum)
+		return formatErr(g.shoff, "section header 0", "%w: it gives %d program and %d section headers", ErrDecompressedSize, g.phnum, g.shnum)
 	}
 	return nil
 }
@@ -377,11 +375,11 @@ func (g *sizeGuard) eachHeader(off, num, entsz uint64, fn func(i uint64, h []byt
 
 // readPhdrs adds the program header table and its segments' contents.
 func (g *sizeGuard) readPhdrs() error {
-	if err := g.span("the program header table", -1, g.phoff, g.phnum*g.phentsz); err != nil {
+	if err := g.span(uint64(g.l.phoff), "ELF header", "the program header table", g.phoff, g.phnum*g.phentsz); err != nil {
 		return err
 	}
 	return g.eachHeader(g.phoff, g.phnum, g.phentsz, func(i uint64, p []byte) error {
-		return g.span("program", int64(i), g.word(p[g.l.progOff:]), g.word(p[g.l.progFilesz:]))
+		return g.span(g.phoff+i*g.phentsz, fmt.Sprintf("program header %d", i), "its segment", g.word(p[g.l.progOff:]), g.word(p[g.l.progFilesz:]))
 	})
 }
 
@@ -390,13 +388,13 @@ func (g *sizeGuard) readShdrs() error {
 	if g.shnum == 0 {
 		return nil
 	}
-	if err := g.span("the section header table", -1, g.shoff, g.shnum*g.shentsz); err != nil {
+	if err := g.span(uint64(g.l.shoff), "ELF header", "the section header table", g.shoff, g.shnum*g.shentsz); err != nil {
 		return err
 	}
 	return g.eachHeader(g.shoff, g.shnum, g.shentsz, func(i uint64, s []byte) error {
 		if t := elf.SectionType(g.order.Uint32(s[g.l.sectType:])); t == elf.SHT_NOBITS || t == elf.SHT_NULL {
 			return nil
 		}
-		return g.span("section", int64(i), g.word(s[g.l.sectOff:]), g.word(s[g.l.sectSize:]))
+		return g.span(g.shoff+i*g.shentsz, fmt.Sprintf("section header %d", i), "its section", g.word(s[g.l.sectOff:]), g.word(s[g.l.sectSize:]))
 	})
 }

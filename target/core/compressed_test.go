@@ -193,6 +193,19 @@ func TestZstdCoreSizeBound(t *testing.T) {
 	assert.ErrorContains(t, err, "temporary directory")
 	require.Less(t, last.Off+last.Filesz, uint64(1<<40))
 
+	// A segment at an offset no file can have: a FormatError at its
+	// program header, naming it.
+	far := append([]byte(nil), plain...)
+	binary.LittleEndian.PutUint64(far[phdr+8:], 1<<63) // p_offset
+	_, err = core.Open(context.Background(), stop.Exe, compress("far.zst", far), core.WithTempDir(dir))
+	assert.ErrorIs(t, err, core.ErrDecompressedSize)
+	var fe *core.FormatError
+	if assert.ErrorAs(t, err, &fe) {
+		assert.Equal(t, int64(phdr), fe.Offset)
+		assert.Equal(t, fmt.Sprintf("program header %d", len(f.Progs)-1), fe.What)
+		assert.ErrorIs(t, fe, core.ErrDecompressedSize)
+	}
+
 	// A bound below the core's size.
 	_, err = core.Open(context.Background(), stop.Exe, compress("small.zst", plain), core.WithTempDir(dir), core.WithMaxDecompressedSize(int64(len(plain)/2)))
 	assert.ErrorIs(t, err, core.ErrDecompressedSize)
@@ -200,12 +213,16 @@ func TestZstdCoreSizeBound(t *testing.T) {
 	// Not ELF at all, and less than an ELF header.
 	_, err = core.Open(context.Background(), stop.Exe, compress("text.zst", bytes.Repeat([]byte("not a core\n"), 100)), core.WithTempDir(dir))
 	assert.ErrorContains(t, err, "no ELF file")
+	assert.ErrorAs(t, err, &fe)
 	_, err = core.Open(context.Background(), stop.Exe, compress("short.zst", plain[:40]), core.WithTempDir(dir))
 	assert.ErrorContains(t, err, "no ELF core")
+	if assert.ErrorAs(t, err, &fe) {
+		assert.Equal(t, "ELF header", fe.What)
+	}
 
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Len(t, entries, 6, "only the compressed files")
+	assert.Len(t, entries, 7, "only the compressed files")
 }
 
 // lateCancel is a context that is cancelled from its second Err on: after

@@ -100,8 +100,9 @@ func (d *coreData) ptr() int {
 
 // FormatError reports a core file that is not a well-formed ELF core file:
 // what was being read, where in the file, and what is wrong with it (or
-// the error reading it), as debug/dwarf's DecodeError does for DWARF.
-// Open's errors wrap it; errors.As finds it.
+// the error reading it), as debug/dwarf's DecodeError does for DWARF. For
+// a compressed core the offset is in its decompressed content. Open's
+// errors wrap it; errors.As finds it.
 type FormatError struct {
 	// Offset is the file offset of what was being read.
 	Offset int64

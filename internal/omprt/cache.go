@@ -10,16 +10,21 @@ import (
 // decode the same object at once, and the first result stored wins, so
 // every caller sees one record per key.
 //
-// The record asked for last is remembered apart from the map: a walk asks
-// for one record many times in a row (a task's ICVs one after the other,
-// the team every thread of a region is in), and such a hit costs an
-// atomic load instead of a read lock and a map lookup.
+// The records asked for lately are remembered apart from the map: a walk
+// asks for a few records many times over (a thread's task, then its
+// parent, then the task again; the team every thread of a region is in),
+// and such a hit costs a few atomic loads instead of a read lock and a map
+// lookup.
 type Cache[K comparable, V any] struct {
-	mu    sync.RWMutex
-	m     map[K]*cacheEntry[K, V]
-	chunk []cacheEntry[K, V] // where new entries go, never reallocated
-	last  atomic.Pointer[cacheEntry[K, V]]
+	mu     sync.RWMutex
+	m      map[K]*cacheEntry[K, V]
+	chunk  []cacheEntry[K, V] // where new entries go, never reallocated
+	recent [cacheRecent]atomic.Pointer[cacheEntry[K, V]]
+	next   atomic.Uint32 // the recent slot a miss replaces
 }
+
+// cacheRecent is how many records a Cache remembers as asked for lately.
+const cacheRecent = 4
 
 type cacheEntry[K comparable, V any] struct {
 	k K
@@ -31,7 +36,7 @@ const cacheChunk = 64
 
 // Get returns the record for k, decoding it with decode on a miss.
 func (c *Cache[K, V]) Get(k K, decode func(K) V) V {
-	if e := c.last.Load(); e != nil && e.k == k {
+	if e := c.lately(k); e != nil {
 		return e.v
 	}
 	c.mu.RLock()
@@ -40,8 +45,24 @@ func (c *Cache[K, V]) Get(k K, decode func(K) V) V {
 	if !ok {
 		e = c.store(k, decode(k))
 	}
-	c.last.Store(e)
+	c.remember(e)
 	return e.v
+}
+
+// lately returns the entry of k if it was asked for lately, else nil.
+func (c *Cache[K, V]) lately(k K) *cacheEntry[K, V] {
+	for i := range c.recent {
+		if e := c.recent[i].Load(); e != nil && e.k == k {
+			return e
+		}
+	}
+	return nil
+}
+
+// remember makes e one of the entries asked for lately, in place of the
+// one remembered longest.
+func (c *Cache[K, V]) remember(e *cacheEntry[K, V]) {
+	c.recent[c.next.Add(1)%cacheRecent].Store(e)
 }
 
 // store keeps v for k unless a record is there already, and returns the
@@ -77,7 +98,7 @@ func (c *Cache[K, V]) Reserve(n int) {
 
 // Load returns the record for k if it was decoded.
 func (c *Cache[K, V]) Load(k K) (V, bool) {
-	if e := c.last.Load(); e != nil && e.k == k {
+	if e := c.lately(k); e != nil {
 		return e.v, true
 	}
 	c.mu.RLock()
@@ -87,6 +108,7 @@ func (c *Cache[K, V]) Load(k K) (V, bool) {
 		var zero V
 		return zero, false
 	}
+	c.remember(e)
 	return e.v, true
 }
 

@@ -94,6 +94,26 @@ func (e *Error) seal() *Error {
 	return e
 }
 
+// Is is errors.Is(err, kind) for a sentinel kind, answered without
+// errors.Is's dynamic interface checks when err is an *Error or a
+// *NameError of that kind: a snapshot asks it of the common answers of
+// every thread ("has no generating task").
+func Is(err, kind error) bool {
+	switch e := err.(type) {
+	case nil:
+		return kind == nil
+	case *NameError:
+		if e.kind[0] == kind {
+			return true
+		}
+	case *Error:
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return errors.Is(err, kind)
+}
+
 // Errorf returns an error matching kind, with a context message formatted
 // lazily from format and args.
 func Errorf(kind error, format string, args ...any) error {

@@ -1,6 +1,7 @@
 package omprt
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -21,4 +22,23 @@ func TestRekindOther(t *testing.T) {
 	// An *Error of another kind is kept as it is.
 	read := Errorf(ErrReadFailed, "read %#x", 0x10)
 	assert.Equal(t, read.Error(), Rekind(read, ErrStaleHandle, ErrCorrupt, " (note)").Error())
+}
+
+// Is answers as errors.Is does, for every error type and sentinel.
+func TestIs(t *testing.T) {
+	var es ErrorStore
+	name := es.Error(ErrUnavailable, TaskN(Ref{Addr: 0x10, Level: 1}), " has no generating task")
+	wrapped := Wrap(ErrReadFailed, name, "reading %d", 1)
+	caused := Wrap(ErrCorrupt, errors.New("plain"), "x")
+	errs := []error{nil, ErrUnavailable, ErrCorrupt, name, wrapped, caused,
+		Errorf(ErrUnavailable, "a"), Errorf(ErrCorrupt, "b"), ErrNoRuntime,
+		fmt.Errorf("via fmt: %w", name), errors.New("plain"), Rekind(name, ErrUnavailable, ErrCorrupt, " (rekinded)")}
+	kinds := []error{nil, ErrUnavailable, ErrCorrupt, ErrReadFailed, ErrIncompatible, ErrStaleHandle}
+	for _, err := range errs {
+		for _, kind := range kinds {
+			if got, want := Is(err, kind), errors.Is(err, kind); got != want {
+				t.Errorf("Is(%v, %v) = %v, errors.Is says %v", err, kind, got, want)
+			}
+		}
+	}
 }

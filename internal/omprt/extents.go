@@ -120,7 +120,7 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 			off := addrs[k] - firsts[r]
 			b := buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]
 			copy(b, run[off:off+size])
-			out[k], errs[k] = View{B: b, Order: m.Order}, nil
+			out[k], errs[k] = m.view(b), nil
 		}
 		i = j
 	}
@@ -156,7 +156,7 @@ func (m *Memory) readVec(vr target.VectorReader, addrs []uint64, size uint64, or
 	}
 	m.used.Add(-int64(uint64(n-got) * size))
 	for x, k := range order[:got] {
-		out[k], errs[k] = View{B: buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size], Order: m.Order}, nil
+		out[k], errs[k] = m.view(buf[uint64(x)*size:uint64(x+1)*size:uint64(x+1)*size]), nil
 	}
 	return order[got:]
 }
@@ -166,7 +166,7 @@ func (m *Memory) readVec(vr target.VectorReader, addrs []uint64, size uint64, or
 func (m *Memory) cachedLocked(a, size uint64) bool {
 	last := (a + size - 1) &^ (PageSize - 1)
 	for pg := a &^ (PageSize - 1); ; pg += PageSize {
-		if p, ok := m.pages[pg]; !ok || p == nil {
+		if e, ok := m.pages[pg]; !ok || e.p == nil {
 			return false
 		}
 		if pg == last {

@@ -56,19 +56,49 @@ type Memory struct {
 	Budget int64
 
 	mu    sync.RWMutex
-	pages map[uint64][]byte // a nil page: the target cannot read it whole
-	used  atomic.Int64      // bytes read since Refresh, kept or handed out
+	pages map[uint64]*pageEntry // a nil p: the target cannot read the page whole
+	used  atomic.Int64          // bytes read since Refresh, kept or handed out
+	// The pages read lately, of the stop gen (Refresh starts a new one):
+	// a decode reads a few pages many times over (a team, the runtime's
+	// globals), and such a hit costs a few atomic loads instead of a read
+	// lock and a map lookup.
+	gen    atomic.Uint64
+	recent [pagesRecent]atomic.Pointer[pageEntry]
+	next   atomic.Uint32 // the recent slot a miss replaces
+}
+
+// pagesRecent is how many pages Memory remembers as read lately.
+const pagesRecent = 4
+
+// pageEntry is a cached page pg of stop gen: p, nil if the target cannot
+// read it whole.
+type pageEntry struct {
+	pg  uint64
+	gen uint64
+	p   []byte
+}
+
+// bytes returns e's page, nil for no entry.
+func (e *pageEntry) bytes() []byte {
+	if e == nil {
+		return nil
+	}
+	return e.p
 }
 
 // NewMemory returns an empty cache over t.
 func NewMemory(t target.Target) *Memory {
-	return &Memory{T: t, Order: t.ByteOrder(), PtrSize: t.Sizes().Pointer, pages: make(map[uint64][]byte)}
+	return &Memory{T: t, Order: t.ByteOrder(), PtrSize: t.Sizes().Pointer, pages: make(map[uint64]*pageEntry)}
 }
 
 // Refresh drops every cached page.
 func (m *Memory) Refresh() {
 	m.mu.Lock()
-	m.pages = make(map[uint64][]byte)
+	m.pages = make(map[uint64]*pageEntry)
+	m.gen.Add(1)
+	for i := range m.recent {
+		m.recent[i].Store(nil)
+	}
 	m.used.Store(0)
 	m.mu.Unlock()
 }
@@ -119,7 +149,7 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 	}
 	off := addr - first
 	m.mu.RLock()
-	p := m.pages[first]
+	p := m.pages[first].bytes()
 	m.mu.RUnlock()
 	if uint64(cap(p)) >= off+uint64(n) {
 		// The pages were read together: no copy.
@@ -131,7 +161,7 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 	switch m.join(first, last) {
 	case joined:
 		m.mu.RLock()
-		p = m.pages[first]
+		p = m.pages[first].bytes()
 		m.mu.RUnlock()
 		if uint64(cap(p)) >= off+uint64(n) {
 			return p[off : off+uint64(n) : off+uint64(n)], nil
@@ -149,7 +179,7 @@ func (m *Memory) Read(addr uint64, n int) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for pg := first; ; pg += PageSize {
-		p := m.pages[pg]
+		p := m.pages[pg].bytes()
 		if p == nil { // dropped by a concurrent refresh: read again, uncached
 			return m.direct(addr, n)
 		}
@@ -184,22 +214,28 @@ func (m *Memory) direct(addr uint64, n int) ([]byte, error) {
 // page returns the cached page pg, reading it on a miss; nil if the target
 // cannot read it whole, or the stop's budget has no room for it.
 func (m *Memory) page(pg uint64) []byte {
+	gen := m.gen.Load()
+	for i := range m.recent {
+		if e := m.recent[i].Load(); e != nil && e.pg == pg && e.gen == gen {
+			return e.p
+		}
+	}
 	m.mu.RLock()
-	p, ok := m.pages[pg]
+	e, ok := m.pages[pg]
 	m.mu.RUnlock()
-	if ok {
-		return p
+	if !ok {
+		if m.reserve(pg, PageSize) != nil {
+			return nil // Read's direct read says why
+		}
+		p := make([]byte, PageSize)
+		if err := m.T.ReadMemory(p, pg); err != nil {
+			m.used.Add(-PageSize)
+			p = nil
+		}
+		e = m.store(pg, p)
 	}
-	if m.reserve(pg, PageSize) != nil {
-		return nil // Read's direct read says why
-	}
-	p = make([]byte, PageSize)
-	if err := m.T.ReadMemory(p, pg); err != nil {
-		m.used.Add(-PageSize)
-		p = nil
-	}
-	m.store(pg, p)
-	return p
+	m.recent[m.next.Add(1)%pagesRecent].Store(e)
+	return e.p
 }
 
 // fill makes sure pages first..last are cached, reading each run of
@@ -208,8 +244,8 @@ func (m *Memory) fill(first, last uint64) error {
 	var missing []uint64
 	m.mu.RLock()
 	for pg := first; ; pg += PageSize {
-		p, ok := m.pages[pg]
-		if ok && p == nil {
+		e, ok := m.pages[pg]
+		if ok && e.p == nil {
 			m.mu.RUnlock()
 			return errBadPage
 		}
@@ -243,12 +279,17 @@ func (m *Memory) fill(first, last uint64) error {
 	return nil
 }
 
-func (m *Memory) store(pg uint64, p []byte) {
+// store caches page pg as p unless it is cached already, and returns the
+// entry cached.
+func (m *Memory) store(pg uint64, p []byte) *pageEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.pages[pg]; !ok {
-		m.pages[pg] = p
+	e, ok := m.pages[pg]
+	if !ok {
+		e = &pageEntry{pg: pg, gen: m.gen.Load(), p: p}
+		m.pages[pg] = e
 	}
+	return e
 }
 
 // errBadPage marks a page known not to be readable whole; reads touching it
@@ -265,7 +306,7 @@ func (m *Memory) View(addr, size uint64, what string) (View, error) {
 	if err != nil {
 		return View{}, Wrap(ErrReadFailed, err, "%s at %#x", what, addr)
 	}
-	return View{B: b, Order: m.Order}, nil
+	return m.view(b), nil
 }
 
 // Uint reads an unsigned integer of size bytes at addr.
@@ -311,6 +352,14 @@ func (f Field) End() uint64 { return f.Off + f.Size }
 type View struct {
 	B     []byte
 	Order binary.ByteOrder
+	// le says Order is little-endian, which Uint then reads without
+	// the byte order's dynamic calls: the hottest path of every decode.
+	le bool
+}
+
+// view makes the View of bytes b read from m's target.
+func (m *Memory) view(b []byte) View {
+	return View{B: b, Order: m.Order, le: m.Order == binary.LittleEndian}
 }
 
 // Uint returns the unsigned value of the field at off of the given size
@@ -321,6 +370,19 @@ func (v View) Uint(off uint64, size uint64) uint64 {
 		return 0
 	}
 	b := v.B[off : off+size]
+	if v.le {
+		switch size {
+		case 1:
+			return uint64(b[0])
+		case 2:
+			return uint64(binary.LittleEndian.Uint16(b))
+		case 4:
+			return uint64(binary.LittleEndian.Uint32(b))
+		case 8:
+			return binary.LittleEndian.Uint64(b)
+		}
+		return 0
+	}
 	switch size {
 	case 1:
 		return uint64(b[0])
@@ -392,7 +454,7 @@ func (m *Memory) join(first, last uint64) joinResult {
 	}
 	m.mu.RLock()
 	for pg := first; ; pg += PageSize {
-		if p, ok := m.pages[pg]; ok && p == nil {
+		if e, ok := m.pages[pg]; ok && e.p == nil {
 			m.mu.RUnlock()
 			return unreadable // a page known not to be readable whole
 		}
@@ -411,9 +473,10 @@ func (m *Memory) join(first, last uint64) joinResult {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	gen := m.gen.Load()
 	for pg := first; ; pg += PageSize {
 		off := pg - first
-		m.pages[pg] = buf[off : off+PageSize]
+		m.pages[pg] = &pageEntry{pg: pg, gen: gen, p: buf[off : off+PageSize]}
 		if pg == last {
 			return joined
 		}

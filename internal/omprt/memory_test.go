@@ -266,3 +266,48 @@ func TestReadAcrossPagesReadApart(t *testing.T) {
 	assert.Equal(t, want[8:16], b)
 	assert.Equal(t, int64(1), tg.Reads())
 }
+// After Refresh, every read gives the target's bytes now, however often
+// and recently the page was read before (the pages read lately are
+// remembered apart from the cache), also while other goroutines read and
+// refresh at once.
+func TestMemoryRefreshNoStalePages(t *testing.T) {
+	const base = 0x600000
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 8*page))
+	mem := omprt.NewMemory(tg)
+	for round := range byte(20) {
+		for pg := range uint64(8) {
+			require.NoError(t, tg.Poke(base+pg*page+8, []byte{round, byte(pg)}))
+		}
+		mem.Refresh()
+		for range 3 {
+			for pg := range uint64(8) {
+				v, err := mem.Uint(base+pg*page+8, 2, "word")
+				require.NoError(t, err)
+				require.Equal(t, uint64(round)|pg<<8, v, "round %d page %d", round, pg)
+			}
+		}
+	}
+	// Concurrent readers and refreshes: a read after a refresh that
+	// follows a change sees the change.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				_, err := mem.Uint(base+uint64(g%8)*page, 8, "word")
+				assert.NoError(t, err)
+				if g == 0 {
+					mem.Refresh()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tg.Poke(base+8, []byte{0xee, 0xee}))
+	mem.Refresh()
+	v, err := mem.Uint(base+8, 2, "word")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xeeee), v)
+}

@@ -42,14 +42,11 @@ func (s *stop) taskRaw(v view, err error) *taskRaw {
 }
 
 // readCurrentTasks reads the current task of every thread of the table
-// with one vectored read, where the target reads scattered ranges at once
-// (omprt.Memory.Vectored): a live process's implicit tasks, one per
-// thread, would otherwise cost a system call per page. A core reads them
-// page by page through the cache, as any task.
+// at once (omprt.Memory.ReadEach): the implicit tasks of a team, one per
+// thread, lie next to each other in an array, which a core then reads
+// with a read or two instead of a read per page, and a target that reads
+// scattered ranges at once (a live process) with one call.
 func (s *stop) readCurrentTasks(tt *threadTable) {
-	if !s.rt.mem.Vectored() {
-		return
-	}
 	l := s.rt.l
 	addrs := make([]uint64, len(tt.refs))
 	seen := make(map[uint64]bool, len(tt.refs))

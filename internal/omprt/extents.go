@@ -8,32 +8,35 @@ import (
 	"github.com/ompd-go/ompd/target"
 )
 
-// scratchRuns holds the buffers ReadEach reads runs into, which it keeps
-// nothing of: a fresh buffer of a few hundred KB per call costs its
-// clearing, and the page faults of the target's copy into it, more than
-// the read itself.
 // maxRunPages bounds one read of ReadEach, in pages.
 const maxRunPages = 64
 
-// maxGapPages is how many unwanted pages ReadEach reads to join two runs
-// of wanted structures: a page costs less than a read.
-const maxGapPages = 2
+// maxGap is how many unwanted bytes between two structures ReadEach reads
+// to read them with one target read instead of two: about what a read
+// costs in copying where reads are cheap (a target that caches memory, a
+// machine with cheap system calls). Structures further apart are read
+// alone, exactly: a run through long gaps (the per-thread structures of
+// LLVM's runtime lie about 12 KB apart, each 584 bytes of it wanted)
+// copied twenty times the bytes wanted, a tenth of a snapshot's CPU where
+// reads cost little.
+const maxGap = PageSize / 2
 
+// scratchRuns holds the buffers ReadEach reads runs with gaps into, which
+// it keeps nothing of.
 var scratchRuns = sync.Pool{New: func() any { return new([]byte) }}
 
 // ReadEach reads the size bytes at each address of addrs, the structures
 // of one kind a runtime allocates one after the other (its per-thread
-// structures), with as few target reads as their placement allows:
-// structures whose pages lie within maxGapPages pages of each other are
-// read together, gaps included, up to maxRunPages pages a read. It keeps
-// only the structures, copied next to each other into one allocation per
-// read, not the pages they lie in: reading a run costs a copy of the
-// wanted bytes only, and the gap pages and the rest of each page are not
-// kept.
+// structures, a team's implicit tasks), with as few target reads as their
+// placement allows without reading much more than them: structures at
+// most maxGap bytes apart are read together, the gaps between them
+// included, up to maxRunPages pages a read; the others alone. It keeps
+// only the structures, next to each other in one allocation, not the
+// gaps nor the pages around them.
 //
 // The extents kept count against the stop's budget (MaxStopBytes).
 // A target that reads many ranges at once (target.VectorReader) reads
-// just the structures, with one call, and no pages around them.
+// just the structures, with one call.
 // out[i] and errs[i] receive what View(addrs[i], size, what) would
 // return; entries whose address is 0 are left alone. A structure whose
 // pages are all cached already is read through the cache; a run the
@@ -71,40 +74,59 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 	if vr, ok := m.T.(target.VectorReader); ok && len(order) > 0 {
 		order = m.readVec(vr, addrs, size, order, out, errs)
 	}
-	// The runs: order[ends[r-1]:ends[r]], pages firsts[r] to lasts[r].
-	var ends []int
-	var firsts, lasts []uint64
-	biggest := 0
+	if len(order) == 0 {
+		return
+	}
+	// The structures kept, in address order, in one allocation; a run
+	// that cannot be read leaves its part unused.
+	keep := make([]byte, uint64(len(order))*size)
+	var sp *[]byte
+	defer func() {
+		if sp != nil {
+			scratchRuns.Put(sp)
+		}
+	}()
 	for i := 0; i < len(order); {
-		first := addrs[order[i]] &^ (PageSize - 1)
-		last := (addrs[order[i]] + size - 1) &^ (PageSize - 1)
+		// The run order[i:j]: from the first structure's start to the
+		// end of the last, which ends furthest.
+		first := addrs[order[i]]
+		end := first + size
 		j := i + 1
 		for ; j < len(order); j++ {
 			a := addrs[order[j]]
-			lo, hi := a&^(PageSize-1), (a+size-1)&^(PageSize-1)
-			if (lo > last && lo-last > (maxGapPages+1)*PageSize) || (hi-first)/PageSize >= maxRunPages {
+			if a > end && a-end > maxGap || a+size-first > maxRunPages*PageSize {
 				break
 			}
-			last = max(last, hi)
+			end = max(end, a+size)
 		}
-		ends, firsts, lasts = append(ends, j), append(firsts, first), append(lasts, last)
-		biggest = max(biggest, int(last-first)+PageSize)
-		i = j
-	}
-	sp := scratchRuns.Get().(*[]byte)
-	defer scratchRuns.Put(sp)
-	if cap(*sp) < biggest {
-		*sp = make([]byte, biggest)
-	}
-	scratch := (*sp)[:biggest]
-	i := 0
-	for r, j := range ends {
-		run := scratch[:lasts[r]-firsts[r]+PageSize]
-		keep := int(uint64(j-i) * size)
-		err := m.reserve(firsts[r], keep)
+		dst := keep[uint64(i)*size : uint64(j)*size]
+		n := int(uint64(j-i) * size)
+		err := m.reserve(first, n)
 		if err == nil {
-			if err = m.T.ReadMemory(run, firsts[r]); err != nil {
-				m.used.Add(-int64(keep))
+			if end-first == size {
+				// One structure, or several at one address: read it
+				// straight where it is kept.
+				err = m.T.ReadMemory(dst[:size], first)
+				for x := uint64(1); x < uint64(j-i); x++ {
+					copy(dst[x*size:(x+1)*size], dst[:size])
+				}
+			} else {
+				if sp == nil {
+					sp = scratchRuns.Get().(*[]byte)
+				}
+				if uint64(cap(*sp)) < end-first {
+					*sp = make([]byte, end-first)
+				}
+				run := (*sp)[:end-first]
+				if err = m.T.ReadMemory(run, first); err == nil {
+					for x, k := range order[i:j] {
+						off := addrs[k] - first
+						copy(dst[uint64(x)*size:uint64(x+1)*size], run[off:off+size])
+					}
+				}
+			}
+			if err != nil {
+				m.used.Add(-int64(n))
 			}
 		}
 		if err != nil {
@@ -115,11 +137,8 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 			i = j
 			continue
 		}
-		buf := make([]byte, keep)
 		for x, k := range order[i:j] {
-			off := addrs[k] - firsts[r]
-			b := buf[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]
-			copy(b, run[off:off+size])
+			b := dst[uint64(x)*size : uint64(x+1)*size : uint64(x+1)*size]
 			out[k], errs[k] = m.view(b), nil
 		}
 		i = j

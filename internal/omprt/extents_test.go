@@ -14,11 +14,12 @@ import (
 )
 
 // ReadEach reads structures near each other with one target read through
-// short gaps, hands each out with the target's bytes and no room to
-// append, and reads the structures of a run it cannot read one by one, so
-// that only those on an unmapped page fail.
+// short gaps and the others alone, exactly, hands each out with the
+// target's bytes and no room to append, and reads the structures of a run
+// it cannot read one by one, so that only those on an unmapped page fail.
 func TestReadEach(t *testing.T) {
 	const base, size = 0x300000, 200
+	const gap = page / 2 // the most ReadEach reads through
 	tg := fakeruntime.NewTarget(fakeruntime.Config{})
 	require.NoError(t, tg.Map(base, 8*page))
 	want := make([]byte, 8*page)
@@ -27,14 +28,16 @@ func TestReadEach(t *testing.T) {
 	}
 	require.NoError(t, tg.Poke(base, want))
 	mem := omprt.NewMemory(tg)
-	// Unsorted, one crossing pages 0-1, pages 2-3 and 5-6 gaps read
-	// through, a null entry left alone.
-	addrs := []uint64{base + 7*page + 8, base + page - 100, 0, base + 4*page + 16}
+	// Unsorted; a null entry left alone; the second and fifth a gap
+	// apart (one read, crossing pages 0-1), the fourth and sixth next to
+	// each other (one read); the first alone.
+	addrs := []uint64{base + 7*page + 8, base + page - 100, 0, base + 4*page + 16, base + page + 100 + gap, base + 4*page + 16 + size}
 	out := make([]omprt.View, len(addrs))
 	errs := make([]error, len(addrs))
 	mem.ReadEach(addrs, size, "structure", out, errs)
-	assert.Equal(t, int64(1), tg.Reads(), "one read for the run")
-	assert.Equal(t, int64(8*page), tg.BytesRead())
+	assert.Equal(t, int64(3), tg.Reads(), "one read per run")
+	assert.Equal(t, int64(5*size+gap), tg.BytesRead(), "the structures and the gap between two")
+	assert.Equal(t, int64(5*size), mem.Used(), "only the structures kept")
 	for i, a := range addrs {
 		require.NoError(t, errs[i])
 		if a == 0 {
@@ -44,6 +47,16 @@ func TestReadEach(t *testing.T) {
 		assert.Equal(t, want[a-base:a-base+size], out[i].B)
 		assert.Equal(t, size, cap(out[i].B), "the caller cannot append over the next structure")
 	}
+
+	// Two structures a byte further apart: two reads.
+	tg.ResetCounters()
+	mem = omprt.NewMemory(tg)
+	mem.ReadEach([]uint64{base + 16, base + 16 + size + gap + 1}, size, "structure", out[:2], errs[:2])
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, int64(2), tg.Reads())
+	assert.Equal(t, int64(2*size), tg.BytesRead())
+	assert.Equal(t, want[size+gap+17:2*size+gap+17], out[1].B)
 
 	// Structures already cached are read through the cache.
 	tg.ResetCounters()
@@ -57,35 +70,66 @@ func TestReadEach(t *testing.T) {
 	assert.Equal(t, want[4*page+16:4*page+16+size], out[0].B)
 	assert.Zero(t, tg.Reads(), "cached")
 
-	// A gap page that is not mapped: each structure is read alone.
+	// A run that ends on a page that is not mapped: each structure is
+	// read alone, and only the one on that page fails.
 	mem = omprt.NewMemory(tg)
 	require.True(t, tg.Unmap(base))
 	require.NoError(t, tg.Map(base, 5*page))
 	require.NoError(t, tg.Poke(base, want[:5*page]))
 	require.NoError(t, tg.Map(base+6*page, 2*page))
 	require.NoError(t, tg.Poke(base+6*page, want[6*page:]))
-	addrs = []uint64{base + 4*page + 16, base + 6*page + 8, base + 5*page + 8}
+	addrs = []uint64{base + 5*page - 3*size, base + 6*page + 8, base + 5*page - size/2}
 	mem.ReadEach(addrs, size, "structure", out[:3], errs[:3])
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
-	assert.Equal(t, want[4*page+16:4*page+16+size], out[0].B)
+	assert.Equal(t, want[5*page-3*size:5*page-2*size], out[0].B)
 	assert.Equal(t, want[6*page+8:6*page+8+size], out[1].B)
 	assert.ErrorIs(t, errs[2], omprt.ErrReadFailed, "on the unmapped page")
 	assert.ErrorContains(t, errs[2], "structure at 0x")
 
 	// The extents kept count against the stop's budget; past it, the
 	// structures are read one by one until it is used up.
+	addrs = addrs[:2]
 	mem = omprt.NewMemory(tg)
 	mem.Budget = size
-	mem.ReadEach(addrs[:2], size, "structure", out[:2], errs[:2])
+	mem.ReadEach(addrs, size, "structure", out[:2], errs[:2])
 	require.NoError(t, errs[0], "read alone, exactly")
 	assert.ErrorIs(t, errs[1], omprt.ErrStopBudget)
 	mem = omprt.NewMemory(tg)
 	mem.Budget = 2 * size
-	mem.ReadEach(addrs[:2], size, "structure", out[:2], errs[:2])
+	mem.ReadEach(addrs, size, "structure", out[:2], errs[:2])
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	assert.Equal(t, int64(2*size), mem.Used())
+}
+
+// Structures that follow each other in an array are read with one read
+// per maxRunPages pages (64), however many there are, and the same
+// structure listed twice is read once.
+func TestReadEachArray(t *testing.T) {
+	const base, size, n = 0x500000, 320, 2000
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 160*page))
+	want := make([]byte, 160*page)
+	for i := range want {
+		want[i] = byte(i*7 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	mem := omprt.NewMemory(tg)
+	addrs := make([]uint64, n+1)
+	for i := range n {
+		addrs[i] = base + uint64(n-1-i)*size
+	}
+	addrs[n] = addrs[5]
+	out := make([]omprt.View, len(addrs))
+	errs := make([]error, len(addrs))
+	mem.ReadEach(addrs, size, "task", out, errs)
+	assert.Equal(t, int64((n*size+64*page-1)/(64*page)), tg.Reads())
+	assert.Equal(t, int64(n*size), tg.BytesRead())
+	for i, a := range addrs {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[a-base:a-base+size], out[i].B, "%#x", a)
+	}
 }
 
 // A structure in the top page of the address space (a corrupt pointer)
@@ -185,6 +229,6 @@ func TestReadEachVector(t *testing.T) {
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	assert.Equal(t, want[2*page:2*page+size], out[1].B)
-	assert.Equal(t, int64(1), tg.Reads(), "one run")
+	assert.Equal(t, int64(2), tg.Reads(), "each alone: more than a gap apart")
 	assert.Equal(t, int64(2*size), mem.Used())
 }

@@ -132,7 +132,7 @@ func TestMemoryTopPage(t *testing.T) {
 	t.Run("ReadEach", func(t *testing.T) {
 		tg := &topTarget{Target: fakeruntime.NewTarget(fakeruntime.Config{}), from: top - 8*page}
 		mem := omprt.NewMemory(tg)
-		addrs := []uint64{top + 4000, top - 3*page + 64, top + 3400, top - page + 3800}
+		addrs := []uint64{top + 4000, top - page + 1000, top + 3400, top - page + 3000, top + 1000}
 		out, errs := make([]omprt.View, len(addrs)), make([]error, len(addrs))
 		run(t, "ReadEach", func() { mem.ReadEach(addrs, 600, "structure", out, errs) })
 		assert.Equal(t, 1, tg.reads, "one run up to the last page")
@@ -266,6 +266,7 @@ func TestReadAcrossPagesReadApart(t *testing.T) {
 	assert.Equal(t, want[8:16], b)
 	assert.Equal(t, int64(1), tg.Reads())
 }
+
 // After Refresh, every read gives the target's bytes now, however often
 // and recently the page was read before (the pages read lately are
 // remembered apart from the cache), also while other goroutines read and

@@ -19,10 +19,57 @@ type Set struct {
 	// from the objects before the runtime's.
 	mu    sync.RWMutex
 	found map[string]uint64
+	// Answers of TypeSize, FieldOffset and BitField, errors included:
+	// the objects' DWARF does not change, and a runtime decoder opened
+	// again over the same target asks the same questions again (LLVM's
+	// display variables some twenty at every snapshot), each a walk of
+	// debug/dwarf's types that allocates.
+	types map[typeQuery]typeAnswer
 	// selfBias is ThreadSelf's distance from the thread pointer to
 	// glibc's struct pthread, once read (selfBiasOK).
 	selfBias   int64
 	selfBiasOK bool
+}
+
+// typeQuery is one question to the objects' DWARF: the size of a type,
+// or the byte offset or bit position of a member.
+type typeQuery struct {
+	kind        typeQueryKind
+	typ, member string
+}
+
+type typeQueryKind uint8
+
+const (
+	querySize typeQueryKind = iota
+	queryOffset
+	queryBits
+)
+
+// typeAnswer is what a typeQuery returned: a size or offset in a, a bit
+// offset and width in a and b.
+type typeAnswer struct {
+	a, b uint64
+	err  error
+}
+
+// answer returns the cached answer to q, or asks ask and caches what it
+// returns.
+func (s *Set) answer(q typeQuery, ask func() typeAnswer) typeAnswer {
+	s.mu.RLock()
+	a, ok := s.types[q]
+	s.mu.RUnlock()
+	if ok {
+		return a
+	}
+	a = ask()
+	s.mu.Lock()
+	if s.types == nil {
+		s.types = make(map[typeQuery]typeAnswer)
+	}
+	s.types[q] = a
+	s.mu.Unlock()
+	return a
 }
 
 // NewSet returns a set of the given objects, in that order. Nil objects
@@ -133,6 +180,14 @@ func (s *Set) SymbolAt(addr uint64) (string, bool) {
 // DWARF of its own takes it from its separate debug file; the error for a
 // type found nowhere names the objects that have no DWARF and why.
 func (s *Set) TypeSize(typeName string) (uint64, error) {
+	a := s.answer(typeQuery{querySize, typeName, ""}, func() typeAnswer {
+		n, err := s.typeSize(typeName)
+		return typeAnswer{a: n, err: err}
+	})
+	return a.a, a.err
+}
+
+func (s *Set) typeSize(typeName string) (uint64, error) {
 	var errs []error
 	for _, o := range s.objs {
 		n, ok, err := o.typeSize(typeName)
@@ -150,6 +205,14 @@ func (s *Set) TypeSize(typeName string) (uint64, error) {
 // Object.FieldOffset) in the named type, from the first object whose DWARF
 // has the type with that member.
 func (s *Set) FieldOffset(typeName, field string) (uint64, error) {
+	a := s.answer(typeQuery{queryOffset, typeName, field}, func() typeAnswer {
+		off, err := s.fieldOffset(typeName, field)
+		return typeAnswer{a: off, err: err}
+	})
+	return a.a, a.err
+}
+
+func (s *Set) fieldOffset(typeName, field string) (uint64, error) {
 	var fieldErr error
 	var errs []error
 	for _, o := range s.objs {
@@ -174,6 +237,14 @@ func (s *Set) FieldOffset(typeName, field string) (uint64, error) {
 // Object.BitField), from the first object whose DWARF has the type with
 // that member.
 func (s *Set) BitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
+	a := s.answer(typeQuery{queryBits, typeName, field}, func() typeAnswer {
+		bo, bs, err := s.bitField(typeName, field)
+		return typeAnswer{a: bo, b: bs, err: err}
+	})
+	return a.a, a.b, a.err
+}
+
+func (s *Set) bitField(typeName, field string) (bitOffset, bitSize uint64, err error) {
 	var fieldErr error
 	var errs []error
 	for _, o := range s.objs {

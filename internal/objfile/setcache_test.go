@@ -52,3 +52,38 @@ func TestSetLookupCached(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A Set answers a type question it answered before (a size, an offset, a
+// bit-field, or that the type or member is missing) with the same answer
+// and without walking the DWARF again: without allocating.
+func TestSetTypesCached(t *testing.T) {
+	exe, l := buildTypes(t, "-gdwarf-5")
+	o, err := Open(exe, 0)
+	require.NoError(t, err)
+	defer o.Close()
+	s := NewSet(o)
+	ask := func() (size, off, bit, width uint64, errs [3]error) {
+		size, _ = s.TypeSize("outer_t")
+		off, _ = s.FieldOffset("struct outer", "deep")
+		bit, width, _ = s.BitField("outer_t", "f2")
+		_, errs[0] = s.TypeSize("struct nope")
+		_, errs[1] = s.FieldOffset("struct outer", "nope")
+		_, _, errs[2] = s.BitField("struct nope", "a")
+		return
+	}
+	size, off, bit, width, errs := ask()
+	assert.Equal(t, l["size_outer"], size)
+	assert.Equal(t, l["deep"], off)
+	assert.Equal(t, l["f2"], bit)
+	assert.EqualValues(t, 5, width)
+	for _, err := range errs {
+		assert.ErrorIs(t, err, target.ErrNotFound)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		size2, off2, bit2, width2, errs2 := ask()
+		if size2 != size || off2 != off || bit2 != bit || width2 != width || errs2 != errs {
+			t.Errorf("second answers %d %d %d %d %v, first %d %d %d %d %v", size2, off2, bit2, width2, errs2, size, off, bit, width, errs)
+		}
+	})
+	assert.Zero(t, allocs, "allocations of questions answered before")
+}

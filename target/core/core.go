@@ -168,6 +168,10 @@ type Core struct {
 	// threads are the threads with their thread pointers and pthread_t,
 	// once resolveThreads ran.
 	threads []target.Thread
+	// byTID indexes d.threads by thread id (the first of a repeated id),
+	// made on first use: a snapshot asks for every thread's registers.
+	byTIDOnce sync.Once
+	byTID     map[uint64]int
 
 	stack stackPages // pages read by UnwindFrame
 
@@ -741,12 +745,19 @@ func (c *Core) LookupThreadLocal(tid uint64, name string) (uint64, error) {
 }
 
 func (c *Core) thread(tid uint64) (thread, bool) {
-	for _, t := range c.d.threads {
-		if t.tid == tid {
-			return t, true
+	c.byTIDOnce.Do(func() {
+		c.byTID = make(map[uint64]int, len(c.d.threads))
+		for i, t := range c.d.threads {
+			if _, dup := c.byTID[t.tid]; !dup {
+				c.byTID[t.tid] = i
+			}
 		}
+	})
+	i, ok := c.byTID[tid]
+	if !ok {
+		return thread{}, false
 	}
-	return thread{}, false
+	return c.d.threads[i], true
 }
 
 // TypeSize returns the size of the named type from the objects' DWARF.

@@ -101,19 +101,25 @@ func (rt *Runtime) ICV(sc omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
 	return rt.stop().icv(sc, id)
 }
 
-// ICVsAt reads several ICVs of one scope (omprt.ICVBatch); a task's record
-// is looked up once for all.
+// ICVsAt reads several ICVs of one scope (omprt.ICVBatch); a thread's or
+// task's record is looked up once for all.
 func (rt *Runtime) ICVsAt(sc omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error) {
 	s := rt.stop()
-	if sc.Kind == omprt.ScopeTask {
+	switch sc.Kind {
+	case omprt.ScopeTask:
 		rec := s.taskRec(sc.Ref)
 		for i, id := range ids {
 			vals[i], errs[i] = s.taskRecICV(rec, sc.Ref, id)
 		}
-		return
-	}
-	for i, id := range ids {
-		vals[i], errs[i] = s.icv(sc, id)
+	case omprt.ScopeThread:
+		rec, err := s.thread(sc.Thread)
+		for i, id := range ids {
+			vals[i], errs[i] = s.threadRecICV(rec, err, id)
+		}
+	default:
+		for i, id := range ids {
+			vals[i], errs[i] = s.icv(sc, id)
+		}
 	}
 }
 
@@ -191,9 +197,9 @@ func (s *stop) icvsUnset(v view, name omprt.TaskName) error {
 	return nil
 }
 
-// currentTask returns the record of a thread's current task.
-func (s *stop) currentTask(th omprt.ThreadRef) (*taskRec, error) {
-	rec, err := s.thread(th)
+// currentTask returns the record of the current task of the thread
+// whose record, or why there is none, is rec, err.
+func currentTask(rec *threadRec, err error) (*taskRec, error) {
 	switch {
 	case err != nil:
 		return nil, err
@@ -208,17 +214,23 @@ func (s *stop) currentTask(th omprt.ThreadRef) (*taskRec, error) {
 }
 
 func (s *stop) threadICV(th omprt.ThreadRef, id omprt.ICV) (omprt.Value, error) {
+	rec, err := s.thread(th)
+	return s.threadRecICV(rec, err, id)
+}
+
+// threadRecICV is threadICV of the thread whose record, or why there is
+// none, is th, err.
+func (s *stop) threadRecICV(th *threadRec, err error, id omprt.ICV) (omprt.Value, error) {
 	if id == omprt.ICVThreadNumVar || id == omprt.ICVOMPDThreadNumVar {
-		rec, err := s.thread(th)
 		switch {
 		case err != nil:
 			return omprt.Value{}, err
-		case rec.data.Err != nil:
-			return omprt.Value{}, rec.data.Err
+		case th.data.Err != nil:
+			return omprt.Value{}, th.data.Err
 		}
-		return intValue(int64(rec.data.Num), rec.data.NumErr)
+		return intValue(int64(th.data.Num), th.data.NumErr)
 	}
-	rec, err := s.currentTask(th)
+	rec, err := currentTask(th, err)
 	if err != nil {
 		return omprt.Value{}, err
 	}

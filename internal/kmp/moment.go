@@ -523,6 +523,11 @@ func (s *stop) bindFork(d *omprt.ThreadData, m moment, unbound func(region, task
 // teamMoment returns the moment of the primary thread of team tm when tm
 // is the thread's team, the zero moment otherwise.
 func (s *stop) teamMoment(tm *team) moment {
+	m, _ := tm.mom.get(func() (moment, error) { return s.readTeamMoment(tm), nil })
+	return m
+}
+
+func (s *stop) readTeamMoment(tm *team) moment {
 	if tm.threads == 0 {
 		return moment{}
 	}

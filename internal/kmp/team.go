@@ -45,6 +45,10 @@ type team struct {
 	// league's level-0 region, its workers wait in their first fork
 	// barrier).
 	bodyOnly bool
+
+	// mom is the moment of the team's primary thread (teamMoment), which
+	// every implicit task of the team asks for.
+	mom once[moment]
 }
 
 // teamsBody returns the ref of the task that runs the teams region's body

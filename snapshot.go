@@ -306,7 +306,8 @@ type snap struct {
 	tracking bool
 	// inferring: the runtime infers states instead of tracking them.
 	inferring bool
-	byScope   map[ScopeKind][]ICV
+	// scopes are the ICVs of each scope kind.
+	scopes [ScopeTask + 1]scopeICVs
 	// Answers shared by many threads, worked out once per snapshot.
 	funcs   map[uint64]Function
 	regs    map[omprt.Ref]ParallelSnapshot
@@ -318,10 +319,13 @@ type snap struct {
 	regBlock, regWalk   []ParallelSnapshot
 	taskBlock, taskWalk []TaskSnapshot
 	block               int // elements per block of regions and tasks
-	// A scope's ICV ids and answers.
-	ids  []omprt.ICV
-	vals []omprt.Value
-	errs []error
+	// batch is the address space's runtime if it reads several ICVs at
+	// once, else nil.
+	batch omprt.ICVBatch
+	// tasksMade and regionsMade are task and region snapshots made
+	// lately (see task, region).
+	tasksMade   [16]madeTask
+	regionsMade [16]madeRegion
 }
 
 // textBlock is the size of the blocks of snapshot strings.
@@ -341,14 +345,39 @@ func (sn *snap) str(b []byte) string {
 	return sn.text.String()[n:]
 }
 
-// icvText is icvText with the numbers of ICVs made in the snapshot's
-// blocks.
-func (sn *snap) icvText(v omprt.Value, err error) (string, error) {
-	if err != nil || v.HasText || (v.Int >= 0 && v.Int < 100) { // strconv has those
-		return icvText(v, err)
+// icvText is icvText for an ICV whose last number and its text are in m:
+// the text of a number the ICV had at the scope read before is made once
+// (the threads of a team mostly share their ICVs), others in the
+// snapshot's blocks.
+func (sn *snap) icvText(m *icvMemo, v *omprt.Value, err error) (string, error) {
+	if err != nil || v.HasText {
+		return icvText(*v, err)
 	}
-	var buf [24]byte
-	return sn.str(strconv.AppendInt(buf[:0], v.Int, 10)), nil
+	if v.Int >= 0 && v.Int < 100 { // strconv has those
+		return strconv.Itoa(int(v.Int)), nil
+	}
+	if !m.ok || m.n != v.Int {
+		var buf [24]byte
+		*m = icvMemo{n: v.Int, text: sn.str(strconv.AppendInt(buf[:0], v.Int, 10)), ok: true}
+	}
+	return m.text, nil
+}
+
+// icvMemo is the text of a number an ICV had last.
+type icvMemo struct {
+	n    int64
+	text string
+	ok   bool
+}
+
+// scopeICVs are the ICVs of one scope kind, as package ompd and the
+// runtime name them, with their answers at the scope read last.
+type scopeICVs struct {
+	ids  []ICV
+	rids []omprt.ICV
+	memo []icvMemo
+	vals []omprt.Value
+	errs []error
 }
 
 // icvSlot returns an empty slice with room for one thread's ICVs.
@@ -391,7 +420,7 @@ func (sn *snap) function(addr uint64) Function {
 // note records err, unless it only says that something does not exist.
 // The message is built only for errors recorded.
 func (sn *snap) note(id, what string, err error) {
-	if err != nil && !errors.Is(err, ErrUnavailable) {
+	if err != nil && !omprt.Is(err, ErrUnavailable) {
 		msg := err.Error()
 		// Errors that already say what they are about keep one prefix
 		// ("breakpoints: the runtime is built without OMPD support").
@@ -435,11 +464,20 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 	}
 	info := as.rt.Info()
 	s := &Snapshot{LayoutSource: LayoutSource(info.Layout), Runtime: info.Name, RuntimeVersion: info.Version, StatesInferred: info.InfersStates}
-	sn := &snap{as: as, s: s, byScope: map[ScopeKind][]ICV{}, funcs: map[uint64]Function{}, regs: map[omprt.Ref]ParallelSnapshot{}}
+	sn := &snap{as: as, s: s, funcs: map[uint64]Function{}, regs: map[omprt.Ref]ParallelSnapshot{}}
 	for id := range as.ICVs() {
-		sn.byScope[id.Scope()] = append(sn.byScope[id.Scope()], id)
+		if k := id.Scope(); k >= 0 && int(k) < len(sn.scopes) {
+			sc := &sn.scopes[k]
+			sc.ids, sc.rids = append(sc.ids, id), append(sc.rids, omprt.ICV(id))
+		}
 	}
-	sn.nThICVs = len(sn.byScope[ScopeThread]) + len(sn.byScope[ScopeTask])
+	for k := range sn.scopes {
+		sc := &sn.scopes[k]
+		n := len(sc.ids)
+		sc.memo, sc.vals, sc.errs = make([]icvMemo, n), make([]omprt.Value, n), make([]error, n)
+	}
+	sn.batch, _ = as.rt.(omprt.ICVBatch)
+	sn.nThICVs = len(sn.scopes[ScopeThread].ids) + len(sn.scopes[ScopeTask].ids)
 	var err error
 	s.OpenMPVersion, err = as.OpenMPVersion()
 	sn.note("", "openmp version", err)
@@ -479,25 +517,25 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 // scope is a handle this snapshot made, so the checks of Scope.ICVString
 // are not needed.
 func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id string) []ICVValue {
-	ids := sn.byScope[kind]
-	if cap(sn.ids) < len(ids) {
-		sn.ids = make([]omprt.ICV, len(ids))
-		sn.vals = make([]omprt.Value, len(ids))
-		sn.errs = make([]error, len(ids))
+	if kind < 0 || int(kind) >= len(sn.scopes) {
+		return out
+	}
+	scope := &sn.scopes[kind]
+	ids := scope.ids
+	if sn.batch != nil {
+		sn.batch.ICVsAt(sc, scope.rids, scope.vals, scope.errs)
+	} else {
+		icvsAt(sn.as.rt, sc, scope.rids, scope.vals, scope.errs)
 	}
 	for i, icv := range ids {
-		sn.ids[i] = omprt.ICV(icv)
-	}
-	icvsAt(sn.as.rt, sc, sn.ids[:len(ids)], sn.vals[:len(ids)], sn.errs[:len(ids)])
-	for i, icv := range ids {
-		v, err := sn.icvText(sn.vals[i], sn.errs[i])
-		incomplete := errors.Is(err, ErrIncomplete)
+		v, err := sn.icvText(&scope.memo[i], &scope.vals[i], scope.errs[i])
+		incomplete := err != nil && errors.Is(err, ErrIncomplete)
 		if err != nil && !incomplete {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
 		}
 		iv := ICVValue{ICV: icv, Scope: kind, Value: v, Incomplete: incomplete}
-		if sn.vals[i].FromEnv {
+		if scope.vals[i].FromEnv {
 			iv.Source = "environment"
 		}
 		out = append(out, iv)
@@ -584,16 +622,7 @@ func (sn *snap) walkRegions(id string, r omprt.Ref) []ParallelSnapshot {
 			sn.cut(id, what, "%v: level %d, active level %d", omprt.RegionName(r), r.Level, d.ActiveLevel)
 			return out
 		}
-		ps, ok := sn.regs[r]
-		if !ok {
-			ps = ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
-			if d.FunctionErr == nil {
-				f := sn.function(d.Function)
-				ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
-			}
-			sn.regs[r] = ps
-		}
-		out = append(out, ps)
+		out = append(out, sn.region(r, d))
 		if d.EnclosingErr != nil {
 			sn.note(id, what, d.EnclosingErr)
 			return out
@@ -604,6 +633,63 @@ func (sn *snap) walkRegions(id string, r omprt.Ref) []ParallelSnapshot {
 		}
 		r = d.Enclosing
 	}
+}
+
+// region returns the snapshot of region r, whose record is d, made once
+// per snapshot: the threads of a team share their regions.
+func (sn *snap) region(r omprt.Ref, d *omprt.RegionData) ParallelSnapshot {
+	made := &sn.regionsMade[(r.Addr>>4^uint64(r.Level))%uint64(len(sn.regionsMade))]
+	if made.ok && made.ref == r {
+		return made.ps
+	}
+	ps, ok := sn.regs[r]
+	if !ok {
+		ps = ParallelSnapshot{ID: omprt.RegionName(r).String(), Level: int(r.Level), ActiveLevel: d.ActiveLevel, NumThreads: d.TeamSize}
+		if d.FunctionErr == nil {
+			f := sn.function(d.Function)
+			ps.Function, ps.FunctionPC, ps.File, ps.Line = f.Symbol, f.Addr, f.File, f.Line
+		}
+		sn.regs[r] = ps
+	}
+	*made = madeRegion{ref: r, ps: ps, ok: true}
+	return ps
+}
+
+// madeRegion is a region snapshot made, for sn.region.
+type madeRegion struct {
+	ref omprt.Ref
+	ps  ParallelSnapshot
+	ok  bool
+}
+
+// task returns the snapshot of task t, whose record is d: made once for
+// the tasks many threads share (the ancestors of their implicit tasks),
+// as the last made of those at its place in sn.tasksMade.
+func (sn *snap) task(t omprt.Ref, d *omprt.TaskData) TaskSnapshot {
+	made := &sn.tasksMade[(t.Addr>>4^uint64(t.Level))%uint64(len(sn.tasksMade))]
+	if made.ok && made.ref == t {
+		return made.ts
+	}
+	var name [48]byte
+	tk := TaskSnapshot{ID: sn.str(omprt.TaskName(t).Append(name[:0])), Kind: TaskKind(d.Kind), InFinal: d.InFinal, FramesUnknown: true}
+	if d.FunctionErr == nil {
+		f := sn.function(d.Function)
+		tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
+	}
+	if (sn.tracking || sn.inferring) && d.FramesErr == nil {
+		tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
+		tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags), FrameFlags(d.Enter.Flags)
+		tk.FramesUnknown = false
+	}
+	*made = madeTask{ref: t, ts: tk, ok: true}
+	return tk
+}
+
+// madeTask is a task snapshot made, for sn.task.
+type madeTask struct {
+	ref omprt.Ref
+	ts  TaskSnapshot
+	ok  bool
 }
 
 // visited reports whether task t is in the chain so far: in seen when
@@ -661,18 +747,7 @@ func (sn *snap) walkTasks(id string, t omprt.Ref) []TaskSnapshot {
 			sn.note(id, what, err)
 			return out
 		}
-		var name [48]byte
-		tk := TaskSnapshot{ID: sn.str(omprt.TaskName(t).Append(name[:0])), Kind: TaskKind(d.Kind), InFinal: d.InFinal, FramesUnknown: true}
-		if d.FunctionErr == nil {
-			f := sn.function(d.Function)
-			tk.Function, tk.FunctionPC, tk.File, tk.Line = f.Symbol, f.Addr, f.File, f.Line
-		}
-		if (sn.tracking || sn.inferring) && d.FramesErr == nil {
-			tk.ExitFrame, tk.EnterFrame = d.Exit.Addr, d.Enter.Addr
-			tk.ExitFlags, tk.EnterFlags = FrameFlags(d.Exit.Flags), FrameFlags(d.Enter.Flags)
-			tk.FramesUnknown = false
-		}
-		out = append(out, tk)
+		out = append(out, sn.task(t, d))
 		if d.GeneratingErr != nil {
 			sn.note(id, what, d.GeneratingErr)
 			return out

@@ -10,7 +10,9 @@ import (
 // newAddressSpace returns the address space of runtime rt in t.
 func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
 	as := &AddressSpace{t: t}
-	as.rt = unchanged{Runtime: rt, refreshed: &as.refreshed}
+	u := unchanged{Runtime: rt, refreshed: &as.refreshed}
+	u.batch, _ = rt.(omprt.ICVBatch)
+	as.rt = u
 	return as
 }
 
@@ -25,6 +27,8 @@ func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
 type unchanged struct {
 	omprt.Runtime
 	refreshed interface{ Load() bool }
+	// batch is the runtime if it reads several ICVs at once, else nil.
+	batch omprt.ICVBatch
 }
 
 func (u unchanged) fix(err error) error {
@@ -67,9 +71,15 @@ func (u unchanged) ICV(s omprt.ScopeRef, id omprt.ICV) (omprt.Value, error) {
 // ICVsAt reads several ICVs of one scope, with one call if the runtime
 // reads them at once (omprt.ICVBatch).
 func (u unchanged) ICVsAt(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error) {
-	icvsAt(u.Runtime, s, ids, vals, errs)
+	if u.batch != nil {
+		u.batch.ICVsAt(s, ids, vals, errs)
+	} else {
+		icvsAt(u.Runtime, s, ids, vals, errs)
+	}
 	for i, err := range errs {
-		errs[i] = u.fix(err)
+		if err != nil {
+			errs[i] = u.fix(err)
+		}
 	}
 }
 

@@ -59,7 +59,10 @@ type Snapshot struct {
 	Unsupported []string `json:"unsupported,omitempty"`
 }
 
-// ThreadSnapshot is one thread in a Snapshot.
+// ThreadSnapshot is one thread in a Snapshot. Threads with the same
+// region chain (the threads of a team) share the elements of their
+// Parallel slices: change a copy, not the elements (appending is safe: no
+// slice has room to grow into another's).
 type ThreadSnapshot struct {
 	// ID names the thread handle (Thread.String).
 	ID string `json:"id"`
@@ -314,9 +317,12 @@ type snap struct {
 	nThICVs int // ICVs a thread and its task have, for the slice's size
 	// The threads' slices and strings are carved out of shared blocks:
 	// a few allocations per snapshot instead of several per thread.
-	text                strings.Builder
-	icvBlock            []ICVValue
-	regBlock, regWalk   []ParallelSnapshot
+	text              strings.Builder
+	icvBlock          []ICVValue
+	regBlock, regWalk []ParallelSnapshot
+	// lastRegs is the region chain of the thread made last, which the
+	// next thread shares if its own is the same.
+	lastRegs            []ParallelSnapshot
 	taskBlock, taskWalk []TaskSnapshot
 	block               int // elements per block of regions and tasks
 	// batch is the address space's runtime if it reads several ICVs at
@@ -601,7 +607,11 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 func (sn *snap) regions(id string, r omprt.Ref) []ParallelSnapshot {
 	out := sn.walkRegions(id, r)
 	sn.regWalk = out[:0]
-	return carve(&sn.regBlock, out, sn.block)
+	if len(out) > 0 && slices.Equal(out, sn.lastRegs) {
+		return sn.lastRegs // the previous thread's: a team's threads share their chain
+	}
+	sn.lastRegs = carve(&sn.regBlock, out, sn.block)
+	return sn.lastRegs
 }
 
 // walkRegions is regions, the chain gathered in sn.regWalk.

@@ -281,20 +281,21 @@ func (d *coreData) parseProgs(r io.ReaderAt, h elfHeader) error {
 func (d *coreData) checkProg(i int, off uint64) error {
 	p := &d.progs[i]
 	size := uint64(d.size)
-	what := fmt.Sprintf("program header %d (%v)", i, p.typ)
+	// Named only for an error: a core has a program header per mapping.
+	what := func() string { return fmt.Sprintf("program header %d (%v)", i, p.typ) }
 	if p.typ == elf.PT_LOAD {
 		if p.filesz > p.memsz {
-			return formatErr(off, what, "p_filesz %#x > p_memsz %#x", p.filesz, p.memsz)
+			return formatErr(off, what(), "p_filesz %#x > p_memsz %#x", p.filesz, p.memsz)
 		}
 		if p.vaddr+p.memsz < p.vaddr {
-			return formatErr(off, what, "address range %#x+%#x wraps around", p.vaddr, p.memsz)
+			return formatErr(off, what(), "address range %#x+%#x wraps around", p.vaddr, p.memsz)
 		}
 	}
 	if p.filesz == 0 || p.off <= size && p.filesz <= size-p.off {
 		return nil
 	}
 	if p.typ != elf.PT_LOAD {
-		return formatErr(off, what, "extends past end of file (offset %#x + size %#x > %d bytes)", p.off, p.filesz, size)
+		return formatErr(off, what(), "extends past end of file (offset %#x + size %#x > %d bytes)", p.off, p.filesz, size)
 	}
 	// A core cut short (a full disk, a size limit): keep what is there;
 	// the rest of the segment reads as an error.
@@ -341,35 +342,49 @@ func (d *coreData) parseNotes(buf []byte, base uint64) error {
 	o := d.order
 	pos := uint64(0)
 	for i := 0; pos < uint64(len(buf)); i++ {
-		what := fmt.Sprintf("note %d", i)
+		// Notes are named only for an error: a core has several per
+		// thread.
 		rest := uint64(len(buf)) - pos
 		if rest < 12 {
 			// Trailing padding is tolerated, other bytes are not.
 			if bytes.Count(buf[pos:], []byte{0}) == int(rest) {
 				return nil
 			}
-			return formatErr(base+pos, what, "truncated header")
+			return formatErr(base+pos, fmt.Sprintf("note %d", i), "truncated header")
 		}
 		namesz, descsz := uint64(o.Uint32(buf[pos:])), uint64(o.Uint32(buf[pos+4:]))
 		typ := o.Uint32(buf[pos+8:])
 		p := pos + 12
 		nameEnd := p + align4(namesz)
 		if namesz > rest || nameEnd > uint64(len(buf)) {
-			return formatErr(base+pos, what, "name size %d runs past the end of the PT_NOTE segment", namesz)
+			return formatErr(base+pos, fmt.Sprintf("note %d", i), "name size %d runs past the end of the PT_NOTE segment", namesz)
 		}
-		name := string(bytes.TrimRight(buf[p:p+namesz], "\x00"))
-		what = fmt.Sprintf("note %d (%s)", i, d.noteName(name, typ))
+		name := noteOwner(bytes.TrimRight(buf[p:p+namesz], "\x00"))
 		descEnd := nameEnd + descsz
 		if descsz > rest || descEnd > uint64(len(buf)) {
-			return formatErr(base+pos, what, "descriptor size %d runs past the end of the PT_NOTE segment", descsz)
+			return formatErr(base+pos, fmt.Sprintf("note %d (%s)", i, d.noteName(name, typ)), "descriptor size %d runs past the end of the PT_NOTE segment", descsz)
 		}
 		desc := buf[nameEnd:descEnd]
 		if err := d.note(name, typ, desc); err != nil {
-			return &FormatError{Offset: int64(base + pos), What: what, Err: err}
+			return &FormatError{Offset: int64(base + pos), What: fmt.Sprintf("note %d (%s)", i, d.noteName(name, typ)), Err: err}
 		}
 		pos = nameEnd + align4(descsz)
 	}
 	return nil
+}
+
+// noteOwner returns a note's owner name b as a string, without
+// allocating for the owners of the notes a core has by the thousand.
+func noteOwner(b []byte) string {
+	switch string(b) {
+	case "CORE":
+		return "CORE"
+	case "LINUX":
+		return "LINUX"
+	case "":
+		return ""
+	}
+	return string(b)
 }
 
 // noteName names a note for messages: its type's name where this package

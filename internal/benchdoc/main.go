@@ -182,6 +182,7 @@ func (r *results) funcs() template.FuncMap {
 		"get":     r.get,
 		"top":     r.top,
 		"section": r.section,
+		"keep":    r.keep,
 		"div":     div,
 		"mul":     func(a, b float64) float64 { return a * b },
 		"add":     func(a, b float64) float64 { return a + b },
@@ -364,6 +365,19 @@ func shorten(line string) string {
 	}
 }
 
+// keep is section for a section the current document may not have yet:
+// "" then, instead of an error.
+func (r *results) keep(prefix string) (string, error) {
+	s, err := r.section(prefix)
+	if errors.Is(err, errNoSection) {
+		return "", nil
+	}
+	return s, err
+}
+
+// errNoSection is section's error for a heading the document lacks.
+var errNoSection = errors.New("no such heading")
+
 // module is the module path profiles name the project's functions with.
 const module = "github.com/ompd-go/ompd"
 
@@ -390,7 +404,7 @@ func (r *results) section(prefix string) (string, error) {
 		}
 	}
 	if start < 0 {
-		return "", fmt.Errorf("section %q: no such heading in %s", prefix, r.current)
+		return "", fmt.Errorf("section %q: %w in %s", prefix, errNoSection, r.current)
 	}
 	return strings.TrimRight(strings.Join(lines[start:], "\n"), "\n"), nil
 }

@@ -127,4 +127,10 @@ func TestSection(t *testing.T) {
 	assert.ErrorContains(t, err, `section "Nope": no such heading`)
 	_, err = (&results{}).section("Soak")
 	assert.Error(t, err)
+	got, err = r.keep("Nope")
+	require.NoError(t, err, "keep: a section the document does not have yet")
+	assert.Empty(t, got)
+	got, err = r.keep("Soak")
+	require.NoError(t, err)
+	assert.Equal(t, "## Soak: hours\n\ntable\n| a |", got)
 }

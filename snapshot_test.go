@@ -311,3 +311,37 @@ func TestEnumText(t *testing.T) {
 	var f ompd.FrameFlags
 	assert.ErrorIs(t, f.UnmarshalText([]byte("runtime|sideways")), ompd.ErrBadInput)
 }
+
+// A snapshot after Refresh shows the runtime as it is now, however much
+// of the stop before was decoded and kept: the stop's records, the pages
+// and records read lately, the team moments, and the region and task
+// entries a snapshot makes once for the threads that share them.
+func TestFakeSnapshotAfterRefresh(t *testing.T) {
+	forEachFake(t, func(t *testing.T, cfg fakeruntime.Config) {
+		s, as := fakeOpenNested(t, cfg)
+		ctx := context.Background()
+		before, err := as.Snapshot(ctx)
+		require.NoError(t, err)
+		_, err = as.Snapshot(ctx) // everything of this stop decoded and cached
+		require.NoError(t, err)
+
+		s.Threads[3].SetState(fakeruntime.StateWaitTaskwait, 0x42)
+		icvs := s.TaskBICVs
+		icvs.NProc += 7
+		s.TaskB.SetICVs(icvs)
+		s.Outer.SetPkfn(s.FnInner)
+		as.Refresh()
+		after, err := as.Snapshot(ctx)
+		require.NoError(t, err)
+
+		fresh, err := ompd.Open(s.T)
+		require.NoError(t, err)
+		want, err := fresh.Snapshot(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want.Threads, after.Threads, "after Refresh as from a new address space")
+		assert.Equal(t, want.Errors, after.Errors)
+		assert.NotEqual(t, before.Threads, after.Threads)
+		assert.Equal(t, ompd.StateWaitTaskwait, after.Threads[3].State)
+		assert.Equal(t, uint64(0x42), after.Threads[3].WaitID)
+	})
+}

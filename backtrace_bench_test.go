@@ -31,6 +31,7 @@ func BenchmarkBacktrace(b *testing.B) {
 			}
 			frames := backtraceAll(b, threads)
 			b.ReportAllocs()
+			ompdtest.Settle()
 			cpu := ompdtest.CPUTime()
 			for b.Loop() {
 				backtraceAll(b, threads)

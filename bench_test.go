@@ -59,6 +59,7 @@ func BenchmarkSnapshotFloor(b *testing.B) {
 			}
 			buf := make([]byte, biggest)
 			b.ReportAllocs()
+			ompdtest.Settle()
 			cpu := ompdtest.CPUTime()
 			for b.Loop() {
 				for _, r := range reads {

@@ -74,6 +74,7 @@ func benchLibompd(b *testing.B, t target.Target) {
 	snapshot() // the same warm-up as for ompd-go
 	before := lib.Counters()
 	var threads int
+	ompdtest.Settle()
 	cpu := ompdtest.CPUTime()
 	for b.Loop() {
 		threads = snapshot()

@@ -3,6 +3,7 @@ package ompdtest
 import (
 	"context"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,14 @@ func SnapshotOf(tb testing.TB, t target.Target) *ompd.Snapshot {
 	return s
 }
 
+// Settle collects the garbage that set-up left (Delve's attach allocates
+// tens of MB, a core's first snapshot its symbol tables), so that a
+// benchmark's timed loop pays the collector for its own garbage only: a
+// loop that starts while a collection is owed measures more CPU, by as
+// much as set-up left, which made the live benchmark's figures move from
+// run to run.
+func Settle() { runtime.GC() }
+
 // BenchSnapshot measures ompd.Open + Snapshot + Close over t, a fresh
 // address space per iteration (so its caches start cold each time), after
 // one untimed warm-up (the target's own caches, the OS page cache). It
@@ -66,6 +75,7 @@ func BenchSnapshotAfter(b *testing.B, t target.Target, before func()) {
 	ct := &CountingTarget{Target: t}
 	var threads int
 	b.ReportAllocs()
+	Settle()
 	cpu := CPUTime()
 	for b.Loop() {
 		if before != nil {

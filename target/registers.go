@@ -150,9 +150,10 @@ type FrameUnwinder interface {
 	// frame a signal interrupted), so that the call-frame information of
 	// the call instruction, at PC-1, applies. Registers the information
 	// does not restore are unknown in the result, except the stack
-	// pointer, which is the CFA. A PC that no call-frame information
-	// covers gives an error wrapping ErrNotFound; unreadable stack memory
-	// an error wrapping ErrNoMemory.
+	// pointer, which is the CFA (on s390x the CFA minus 160, the
+	// register save area the caller provides). A PC that no call-frame
+	// information covers gives an error wrapping ErrNotFound; unreadable
+	// stack memory an error wrapping ErrNoMemory.
 	UnwindFrame(regs Registers, caller bool) (Registers, uint64, error)
 }
 

@@ -34,7 +34,8 @@ var AMD64 = register(&Arch{
 		"ticket", "queuing", "drdpa", "adaptive"},
 	LibompTopMethods: []string{"all", "APIC id", "x2APIC id leaf 0xb", "x2APIC id leaf 0x1f",
 		"cpuinfo", "flat", "default"},
-	PrRegs: 27,
+	FrameChain: true,
+	PrRegs:     27,
 	PrRegNames: []string{"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
 		"r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
 		"eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"},
@@ -83,3 +84,43 @@ func (amd64) fallback(a *Arch, regs Regs, word WordReader) (Caller, error) {
 }
 
 func (amd64) tpOffOK(off int64) bool { return tpOffVariantII(off) }
+
+// call: call rel32 (e8), or call *disp32(%rip) (ff 15), whose GOT slot it
+// reads.
+func (amd64) call(a *Arch, ret uint64, code CodeReader) (uint64, bool) {
+	if ret < 6 {
+		return 0, false
+	}
+	b, err := code(ret-6, 6)
+	if err != nil || len(b) < 6 {
+		return 0, false
+	}
+	disp := signExtend(uint64(binary.LittleEndian.Uint32(b[2:])), 32)
+	switch {
+	case b[0] == 0xff && b[1] == 0x15:
+		return a.readPtr(code, ret+disp)
+	case b[1] == 0xe8:
+		return ret + disp, true
+	}
+	return 0, false
+}
+
+// pltJump: [endbr64] [bnd] jmp *disp32(%rip) (f3 0f 1e fa, f2, ff 25).
+func (amd64) pltJump(a *Arch, stub uint64, code CodeReader) (uint64, bool) {
+	b, err := code(stub, 11)
+	if err != nil || len(b) < 11 {
+		return 0, false
+	}
+	i := 0
+	if b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa {
+		i = 4
+	}
+	if b[i] == 0xf2 {
+		i++
+	}
+	if b[i] != 0xff || b[i+1] != 0x25 {
+		return 0, false
+	}
+	next := stub + uint64(i) + 6
+	return a.readPtr(code, next+signExtend(uint64(binary.LittleEndian.Uint32(b[i+2:i+6])), 32))
+}

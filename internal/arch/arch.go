@@ -90,6 +90,25 @@ type Arch struct {
 	// use: every number below it, and no other, may be set.
 	NumRegs int
 
+	// SignedRAMask keeps the address bits of a return address that
+	// pointer authentication signed (aarch64, where
+	// DW_CFA_AARCH64_negate_ra_state marks such code): 48 bits, the
+	// size of Linux's user addresses; 0 where nothing is signed.
+	SignedRAMask uint64
+
+	// CallerSPOffset is where the caller's stack pointer is from a
+	// frame's CFA, when the call-frame information does not restore it:
+	// the CFA itself (0) everywhere but on s390x, whose CFA lies 160
+	// bytes above the stack pointer at the call (the register save area
+	// the caller provides).
+	CallerSPOffset int64
+
+	// FrameChain says frames link to their callers' in memory (x86-64's
+	// rbp chain, aarch64's frame records, ppc64's back chain): the word
+	// at a frame's address is its caller's frame address. s390x code
+	// keeps no such chain.
+	FrameChain bool
+
 	// LeafCFAAtSP says a frame's canonical frame address may equal its
 	// stack pointer: a function that calls nothing need not allocate a
 	// frame (aarch64, ppc64). Elsewhere a CFA at or below the stack
@@ -164,6 +183,10 @@ type machine interface {
 	// tpOffOK reports whether off is a plausible thread-pointer offset
 	// of a static TLS variable.
 	tpOffOK(off int64) bool
+	// call decodes the call instruction that ends at ret.
+	call(a *Arch, ret uint64, code CodeReader) (uint64, bool)
+	// pltJump decodes a PLT stub at stub.
+	pltJump(a *Arch, stub uint64, code CodeReader) (uint64, bool)
 }
 
 // machines are the machines this package knows, from their files.
@@ -239,6 +262,15 @@ func (a *Arch) StaticTLSBlock(tp, tlsOffset uint64) uint64 {
 	return tp - a.TCBOffset + tlsOffset
 }
 
+// StripPAC returns the return address v without the signature pointer
+// authentication put in its top bits (see SignedRAMask).
+func (a *Arch) StripPAC(v uint64) uint64 {
+	if a.SignedRAMask == 0 {
+		return v
+	}
+	return v & a.SignedRAMask
+}
+
 // StaticTLSOffset reports whether glibc's l_tls_offset tlsOffset (sign
 // extended) places a module in the static TLS block: not NO_TLS_OFFSET nor
 // FORCED_DYNAMIC_TLS_OFFSET (the one below it), nor negative.
@@ -290,13 +322,56 @@ func (a *Arch) FutexWait(regs Regs, code CodeReader) (uint64, bool) {
 	return a.m.futexWait(regs, code)
 }
 
+// CallTarget returns where the call instruction that ends at the return
+// address ret goes: a direct call (x86-64's call rel32, aarch64's and
+// ppc64's bl, s390x's brasl), or on x86-64 an indirect call through a GOT
+// slot (call *disp32(%rip), as -fno-plt code makes), whose content it
+// reads. ok is false for any other instruction (an indirect call through
+// a register cannot be told afterwards) or unreadable code.
+func (a *Arch) CallTarget(ret uint64, code CodeReader) (uint64, bool) {
+	return a.m.call(a, ret, code)
+}
+
+// PLTTarget returns where the PLT stub at stub jumps: the content of the
+// GOT slot it jumps through (the dynamic linker has filled it by the time
+// a thread is in the function), for the stubs GNU ld makes on x86-64,
+// aarch64 and s390x. ok is false for anything else (ppc64's call stubs
+// need the caller's TOC pointer).
+func (a *Arch) PLTTarget(stub uint64, code CodeReader) (uint64, bool) {
+	return a.m.pltJump(a, stub, code)
+}
+
+// readPtr reads a pointer at addr through code.
+func (a *Arch) readPtr(code CodeReader, addr uint64) (uint64, bool) {
+	b, err := code(addr, a.PtrSize)
+	if err != nil || len(b) < a.PtrSize {
+		return 0, false
+	}
+	return a.Word(b), true
+}
+
+// insn reads the 32-bit instruction at addr (aarch64, ppc64) in the
+// machine's byte order.
+func (a *Arch) insn(code CodeReader, addr uint64) (uint32, bool) {
+	b, err := code(addr, 4)
+	if err != nil || len(b) < 4 {
+		return 0, false
+	}
+	return a.Order.Uint32(b), true
+}
+
+// signExtend extends the low bits bits of v.
+func signExtend(v uint64, bits uint) uint64 {
+	return uint64(int64(v<<(64-bits)) >> (64 - bits))
+}
+
 // WordReader reads a pointer-sized word of the target.
 type WordReader func(addr uint64) (uint64, error)
 
 // Caller is a caller's frame as Fallback finds it.
 type Caller struct {
 	// CFA is the callee's canonical frame address; SP the caller's
-	// stack pointer (the CFA on every machine here); PC the return
+	// stack pointer (0 if the chain does not tell it); PC the return
 	// address.
 	CFA, SP, PC uint64
 	// FP is the caller's frame pointer, when HasFP.
@@ -379,6 +454,11 @@ func frameRecord(a *Arch, regs Regs, word WordReader) (Caller, error) {
 	cfa := fp + 2*w
 	return Caller{CFA: cfa, SP: cfa, PC: ra, FP: saved, HasFP: true}, nil
 }
+
+// userAddress reports whether v can be a user-space address a system call
+// was given, not an error code the kernel left in its place (a small
+// positive errno, as ppc64 returns, or a negative one).
+func userAddress(v uint64) bool { return v >= 4096 && int64(v) > 0 }
 
 // tpOffVariantII: static TLS lies below the thread pointer.
 func tpOffVariantII(off int64) bool { return off < 0 && off >= -(1<<32) }

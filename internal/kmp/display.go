@@ -1,6 +1,7 @@
 package kmp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -308,6 +309,18 @@ const (
 	affinityDefault
 )
 
+// bits returns the bit-field of bs bits at bit offset bo (DWARF's
+// data_bit_offset) of v, a size-byte value read in the target's byte
+// order: DWARF counts the offset from the first byte's least significant
+// bit on little-endian targets and from its most significant bit on
+// big-endian ones (s390x).
+func (rt *Runtime) bits(v, size, bo, bs uint64) uint64 {
+	if rt.t.ByteOrder() == binary.ByteOrder(binary.BigEndian) {
+		bo = size*8 - bo - bs
+	}
+	return v >> bo & (1<<bs - 1)
+}
+
 // kmpSettings adds to out the KMP_* display variables that the runtime
 // sets while it initializes, after it wrote its display block: the
 // barrier branch bits and patterns, the lock kind, KMP_SCHEDULE, the
@@ -409,7 +422,7 @@ func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
 			bad = true
 			return false
 		}
-		return (flags>>bo)&(1<<bs-1) != 0
+		return rt.bits(flags, 4, bo, bs) != 0
 	}
 	field := func(name string) int64 {
 		off, err := rt.t.FieldOffset("kmp_affinity_t", name)
@@ -595,7 +608,7 @@ func (rt *Runtime) coreAttrPlaces(base uint64) bool {
 		if err != nil {
 			return false, false
 		}
-		return (v>>(bo%8))&(1<<bs-1) != 0, true
+		return rt.bits(v, 8, bo%8, bs) != 0, true
 	}
 	for _, f := range [][3]string{
 		{"core_attr_gran", "kmp_affinity_attrs_t", "valid"},

@@ -3,12 +3,10 @@ package objfile
 import (
 	"debug/elf"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-delve/delve/pkg/dwarf/frame"
-
+	"github.com/ompd-go/ompd/internal/cfi"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -21,14 +19,14 @@ const maxCFISection = 64 << 20
 // separate debug file) only for a PC that .eh_frame does not cover.
 type cfiState struct {
 	ehOnce sync.Once
-	eh     frame.FrameDescriptionEntries
+	eh     cfi.Table
 	ehErr  error
 
 	dbgOnce sync.Once
-	dbg     frame.FrameDescriptionEntries
+	dbg     cfi.Table
 	dbgErr  error
 
-	rows  sync.Map     // pc -> *frame.FrameContext: rows already computed
+	rows  sync.Map     // pc -> *cfi.Row: rows already computed
 	nrows atomic.Int64 // entries in rows
 }
 
@@ -36,9 +34,9 @@ type cfiState struct {
 const maxCFIRows = 1 << 16
 
 // parseCFI parses one CFI section of f (ehFrame: in .eh_frame format, at
-// the section's address) with the object's bias, recovering from a panic
-// of the parser on malformed data. The entries are sorted by address.
-func (o *Object) parseCFI(f *elf.File, name string, ehFrame bool) (fdes frame.FrameDescriptionEntries, err error) {
+// the section's address) with the object's bias. The entries are sorted
+// by address.
+func (o *Object) parseCFI(f *elf.File, name string, ehFrame bool) (cfi.Table, error) {
 	s := f.Section(name)
 	if s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
 		return nil, nil
@@ -54,26 +52,14 @@ func (o *Object) parseCFI(f *elf.File, name string, ehFrame bool) (fdes frame.Fr
 	if f.Class == elf.ELFCLASS32 {
 		ptr = 4
 	}
-	addr := uint64(0)
+	sec := cfi.Section{Order: f.ByteOrder, PtrSize: ptr, EH: ehFrame, Bias: o.bias}
 	if ehFrame {
-		addr = s.Addr
-		if addr == 0 {
-			// Delve's parser tells the formats apart by a non-zero
-			// address; an .eh_frame at 0 only occurs in relocatable
-			// files, which are never loaded.
-			return nil, fmt.Errorf("%s: %s at address 0", o.path, name)
-		}
+		sec.Addr = s.Addr
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			fdes, err = nil, fmt.Errorf("%s: malformed %s: %v", o.path, name, r)
-		}
-	}()
-	fdes, err = frame.Parse(data, f.ByteOrder, o.bias, ptr, addr)
+	fdes, err := cfi.Parse(data, sec)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", o.path, name, err)
 	}
-	sort.SliceStable(fdes, func(i, j int) bool { return fdes[i].Begin() < fdes[j].Begin() })
 	return fdes, nil
 }
 
@@ -81,9 +67,9 @@ func (o *Object) parseCFI(f *elf.File, name string, ehFrame bool) (fdes frame.Fr
 // pc, from the object's .eh_frame, or else from its .debug_frame (its own or
 // its separate debug file's). No entry is an error wrapping
 // target.ErrNotFound, with the reason any section could not be read.
-func (o *Object) FDE(pc uint64) (*frame.FrameDescriptionEntry, error) {
+func (o *Object) FDE(pc uint64) (*cfi.FDE, error) {
 	o.cfi.ehOnce.Do(func() { o.cfi.eh, o.cfi.ehErr = o.parseCFI(o.f, ".eh_frame", true) })
-	if fde, err := o.cfi.eh.FDEForPC(pc); err == nil {
+	if fde := o.cfi.eh.Lookup(pc); fde != nil {
 		return fde, nil
 	}
 	o.cfi.dbgOnce.Do(func() {
@@ -97,7 +83,7 @@ func (o *Object) FDE(pc uint64) (*frame.FrameDescriptionEntry, error) {
 		}
 		o.cfi.dbg, o.cfi.dbgErr = o.parseCFI(f, ".debug_frame", false)
 	})
-	if fde, err := o.cfi.dbg.FDEForPC(pc); err == nil {
+	if fde := o.cfi.dbg.Lookup(pc); fde != nil {
 		return fde, nil
 	}
 	err := fmt.Errorf("%s: no call-frame information for %#x: %w", o.path, pc, target.ErrNotFound)
@@ -124,47 +110,31 @@ func joinErrs(errs ...error) error {
 
 // Row returns the row of the call-frame table at pc (the CFA and register
 // rules there), computing it on first use and keeping it: threads stopped
-// at the same places share their rows. The returned context must not be
-// modified. Malformed call-frame instructions give an error, not a panic.
-func (o *Object) Row(pc uint64) (*frame.FrameContext, error) {
+// at the same places share their rows. The returned row must not be
+// modified. Malformed call-frame instructions give an error.
+func (o *Object) Row(pc uint64) (*cfi.Row, error) {
 	if v, ok := o.cfi.rows.Load(pc); ok {
-		return v.(*frame.FrameContext), nil
+		return v.(*cfi.Row), nil
 	}
 	fde, err := o.FDE(pc)
 	if err != nil {
 		return nil, err
 	}
-	fc, err := Establish(fde, pc)
+	row, err := fde.Row(pc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", o.path, err)
 	}
 	if o.cfi.nrows.Load() < maxCFIRows {
-		if _, loaded := o.cfi.rows.LoadOrStore(pc, fc); !loaded {
+		if _, loaded := o.cfi.rows.LoadOrStore(pc, row); !loaded {
 			o.cfi.nrows.Add(1)
 		}
 	}
-	return fc, nil
-}
-
-// Establish runs the entry's CFA program up to pc, turning a panic of
-// Delve's interpreter on malformed instructions into an error: the row of
-// the call-frame table at pc, as Row gives it without the cache.
-func Establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameContext, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fc, err = nil, fmt.Errorf("malformed call-frame instructions for %#x: %v", pc, r)
-		}
-	}()
-	fc, err = fde.EstablishFrame(pc)
-	if err != nil {
-		return nil, fmt.Errorf("call-frame instructions for %#x: %w", pc, err)
-	}
-	return fc, nil
+	return row, nil
 }
 
 // Row returns the call-frame row at pc in the object holding pc (see
 // Object.Row).
-func (s *Set) Row(pc uint64) (*frame.FrameContext, error) {
+func (s *Set) Row(pc uint64) (*cfi.Row, error) {
 	o := s.ObjectAt(pc)
 	if o == nil {
 		return nil, fmt.Errorf("%#x is in no loaded object: %w", pc, target.ErrNotFound)
@@ -187,7 +157,7 @@ func (s *Set) ObjectAt(addr uint64) *Object {
 // FDE returns the frame description entry covering pc in the object that
 // holds pc (see Object.FDE). An address in no object wraps
 // target.ErrNotFound.
-func (s *Set) FDE(pc uint64) (*frame.FrameDescriptionEntry, error) {
+func (s *Set) FDE(pc uint64) (*cfi.FDE, error) {
 	o := s.ObjectAt(pc)
 	if o == nil {
 		return nil, fmt.Errorf("%#x is in no loaded object: %w", pc, target.ErrNotFound)

@@ -29,7 +29,6 @@ package stackstate
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"path"
 	"strings"
@@ -292,18 +291,20 @@ const maxPLTHops = 1
 
 // CallTarget returns the function a frame of the program called: f must
 // be a caller frame (its PC a return address). It decodes the call
-// instruction right before the return address (a direct call, or an
+// instruction right before the return address as the frame's machine
+// makes them (see arch.Arch.CallTarget: a direct call, or on x86-64 an
 // indirect one through a GOT slot, as -fno-plt code makes), follows a PLT
-// stub's jump through its GOT slot (which the dynamic linker has filled
-// by the time a thread is inside the function), and places the function
-// with loc. ok is false when the instruction is no such call or its
-// target is no function's entry: an indirect call through a register
-// cannot be told afterwards.
+// stub's jump through its GOT slot (arch.Arch.PLTTarget; the dynamic
+// linker has filled it by the time a thread is inside the function), and
+// places the function with loc. ok is false when the instruction is no
+// such call or its target is no function's entry: an indirect call
+// through a register cannot be told afterwards.
 func CallTarget(mem Memory, loc target.CodeLocator, f *Frame) (target.CodeLocation, bool) {
-	if !f.Caller {
+	a := arch.Numbered(f.Regs.Machine)
+	if !f.Caller || a == nil {
 		return target.CodeLocation{}, false
 	}
-	to, ok := callX86_64(mem, f.PC)
+	to, ok := a.CallTarget(f.PC, mem.Read)
 	for hop := 0; ok; hop++ {
 		if cl, err := loc.LocateCode(to); err == nil && cl.Function != "" && cl.Entry == to {
 			return cl, true
@@ -311,57 +312,7 @@ func CallTarget(mem Memory, loc target.CodeLocator, f *Frame) (target.CodeLocati
 		if hop == maxPLTHops {
 			break
 		}
-		to, ok = pltJumpX86_64(mem, to)
+		to, ok = a.PLTTarget(to, mem.Read)
 	}
 	return target.CodeLocation{}, false
-}
-
-// callX86_64 decodes the call instruction that ends at ret: call rel32
-// (e8), or call *disp32(%rip) (ff 15), whose GOT slot it reads.
-func callX86_64(mem Memory, ret uint64) (uint64, bool) {
-	if ret < 6 {
-		return 0, false
-	}
-	b, err := mem.Read(ret-6, 6)
-	if err != nil {
-		return 0, false
-	}
-	disp := uint64(int64(int32(binary.LittleEndian.Uint32(b[2:]))))
-	switch {
-	case b[0] == 0xff && b[1] == 0x15:
-		return readPtr(mem, ret+disp)
-	case b[1] == 0xe8:
-		return ret + disp, true
-	}
-	return 0, false
-}
-
-// pltJumpX86_64 decodes a PLT stub at stub, [endbr64] [bnd] jmp
-// *disp32(%rip) (f3 0f 1e fa, f2, ff 25), and reads the GOT slot it jumps
-// through.
-func pltJumpX86_64(mem Memory, stub uint64) (uint64, bool) {
-	b, err := mem.Read(stub, 11)
-	if err != nil {
-		return 0, false
-	}
-	i := 0
-	if b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa {
-		i = 4
-	}
-	if b[i] == 0xf2 {
-		i++
-	}
-	if b[i] != 0xff || b[i+1] != 0x25 {
-		return 0, false
-	}
-	next := stub + uint64(i) + 6
-	return readPtr(mem, next+uint64(int64(int32(binary.LittleEndian.Uint32(b[i+2:i+6])))))
-}
-
-func readPtr(mem Memory, addr uint64) (uint64, bool) {
-	b, err := mem.Read(addr, 8)
-	if err != nil {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint64(b), true
 }

@@ -125,7 +125,7 @@ func TestCallTarget(t *testing.T) {
 		0x1100: append(append([]byte{0x90, 0x90, 0xff, 0x15}, le32(got-0x1108)...), 0x90, 0xff, 0xd0),
 	}
 	at := func(ret uint64, caller bool) (string, bool) {
-		f := &Frame{Frame: unwind.Frame{PC: ret, Caller: caller}}
+		f := &Frame{Frame: unwind.Frame{PC: ret, Caller: caller, Regs: target.NewRegisters(elf.EM_X86_64)}}
 		cl, ok := CallTarget(m, loc, f)
 		return cl.Function, ok
 	}

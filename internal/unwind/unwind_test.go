@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ompd-go/ompd/internal/cfi"
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/target"
@@ -173,15 +173,15 @@ func TestStepWithCFI(t *testing.T) {
 	checked := 0
 	for pc := start; pc < end && checked < 200; pc += 0x1000 {
 		fde, err := o.FDE(pc)
-		if err != nil || fde.Begin() < start {
+		if err != nil || fde.Begin < start {
 			continue
 		}
-		if st, ok := o.SymbolAt(fde.Begin()); !ok || st.Addr != fde.Begin() || strings.Contains(st.Name, ".cold") {
+		if st, ok := o.SymbolAt(fde.Begin); !ok || st.Addr != fde.Begin || strings.Contains(st.Name, ".cold") {
 			continue // not a function's entry (PLT, a function's cold part)
 		}
-		out, cfa, err := Step(o, s, binary.LittleEndian, regs(fde.Begin(), base+0x800, 0), false)
-		require.NoError(t, err, "pc %#x", fde.Begin())
-		assert.Equal(t, uint64(base+0x808), cfa, "pc %#x", fde.Begin())
+		out, cfa, err := Step(o, s, binary.LittleEndian, regs(fde.Begin, base+0x800, 0), false)
+		require.NoError(t, err, "pc %#x", fde.Begin)
+		assert.Equal(t, uint64(base+0x808), cfa, "pc %#x", fde.Begin)
 		ra, ok := out.PC()
 		require.True(t, ok)
 		assert.Equal(t, uint64(0x1234), ra)
@@ -235,12 +235,12 @@ func TestSignalFrame(t *testing.T) {
 	require.NotNil(t, sec)
 	data, err := sec.Data()
 	require.NoError(t, err)
-	fdes, err := frame.Parse(data, o.File().ByteOrder, 0, 8, sec.Addr)
+	fdes, err := cfi.Parse(data, cfi.Section{Order: o.File().ByteOrder, PtrSize: 8, EH: true, Addr: sec.Addr})
 	require.NoError(t, err)
 	var trampoline uint64
 	for _, fde := range fdes {
 		if strings.ContainsRune(fde.CIE.Augmentation, 'S') {
-			trampoline = fde.Begin() + 1
+			trampoline = fde.Begin + 1
 			break
 		}
 	}

@@ -4,7 +4,7 @@
 // from each frame to its caller with the call-frame information of the
 // object holding the frame's code (target.FrameUnwinder, which target/core
 // and target/delve implement with Step over their objects' .eh_frame and
-// .debug_frame, parsed by Delve's standalone pkg/dwarf/frame), falling back
+// .debug_frame, read by internal/cfi), falling back
 // to the frame-pointer chain where there is none. Every walk is bounded:
 // it ends at the outermost frame (a return address the call-frame
 // information marks undefined, or zero), at the depth limit, when the CFA
@@ -25,6 +25,7 @@ import (
 	"fmt"
 
 	"github.com/ompd-go/ompd/internal/arch"
+	"github.com/ompd-go/ompd/internal/cfi"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -148,7 +149,7 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 	if !ok {
 		return Stack{End: errors.New("unwind: the thread's program counter is unknown")}
 	}
-	ev := evaluator{nums: target.RegisterNumbers{PC: a.PC, SP: a.SP, FP: a.FP}, mem: src, order: src.ByteOrder(), ptr: a.PtrSize}
+	ev := evaluator{mem: src, sec: cfi.Section{Order: src.ByteOrder(), PtrSize: a.PtrSize}}
 	frames := make([]Frame, 0, min(max, 16))
 	frames = append(frames, Frame{PC: pc, Regs: regs, How: Registers})
 	for {
@@ -162,16 +163,23 @@ func Walk(ctx context.Context, src Source, regs target.Registers, opts Options) 
 		}
 		// The stack grows down: a frame's CFA must be above its stack
 		// pointer (or at it, in a leaf function of a machine whose
-		// leaves need no frame) and above its callee's CFA.
+		// leaves need no frame) and above its callee's CFA. The
+		// outermost frame (a program's or a thread's start, which
+		// never returns) need make no frame of its own: its CFA may
+		// equal its callee's.
 		if err := checkCFA(a, &cur.Regs, cfa, cur.PC); err != nil {
 			return Stack{Frames: frames, End: err}
 		}
-		if n := len(frames); n > 1 && cfa <= frames[n-2].CFA {
-			return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below the callee's %#x at PC %#x", ErrNoProgress, cfa, frames[n-2].CFA, cur.PC)}
+		npc, ok := next.PC()
+		outermost := !ok || npc == 0
+		if n := len(frames); n > 1 {
+			prev := frames[n-2].CFA
+			if cfa < prev || cfa == prev && !outermost {
+				return Stack{Frames: frames, End: fmt.Errorf("%w: CFA %#x at or below the callee's %#x at PC %#x", ErrNoProgress, cfa, prev, cur.PC)}
+			}
 		}
 		cur.CFA = cfa
-		npc, ok := next.PC()
-		if !ok || npc == 0 {
+		if outermost {
 			return Stack{Frames: frames, End: ErrOutermost}
 		}
 		if len(frames) >= max {
@@ -229,7 +237,11 @@ func fallbackStep(a *arch.Arch, ev *evaluator, regs target.Registers) (target.Re
 	if c.HasFP {
 		next.Set(a.FP, c.FP)
 	}
-	next.Set(a.SP, c.SP)
+	if c.SP != 0 {
+		next.Set(a.SP, c.SP)
+	} else {
+		next.Forget(a.SP)
+	}
 	next.Set(a.PC, c.PC)
 	return next, c.CFA, nil
 }

@@ -133,6 +133,9 @@ func loadSections(f *elf.File) (d *dwarf.Data, secs dwarfSections, ok bool, err 
 	}
 	for _, sfx := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
 		if b, ok := raw[sfx]; ok {
+			if sfx == "str_offsets" {
+				b = goStrOffsets(b, f.ByteOrder)
+			}
 			if err := d.AddSection(".debug_"+sfx, b); err != nil {
 				return nil, secs, true, err
 			}

@@ -119,6 +119,9 @@ func lineSections(f *elf.File) (*dwarf.Data, []byte, lineStrings, error) {
 	}
 	for _, name := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
 		if b, ok := raw[name]; ok {
+			if name == "str_offsets" {
+				b = goStrOffsets(b, f.ByteOrder)
+			}
 			if err := d.AddSection(".debug_"+name, b); err != nil {
 				return nil, nil, lineStrings{}, err
 			}

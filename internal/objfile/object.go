@@ -327,6 +327,12 @@ func (o *Object) TLSSegment() *elf.ProgHeader {
 	return nil
 }
 
+// hasDynamic reports whether the object has a dynamic section.
+func (o *Object) hasDynamic() bool {
+	_, _, ok := o.DynamicAddr()
+	return ok
+}
+
 // DynamicAddr returns the run-time address and size of the object's
 // dynamic section (PT_DYNAMIC), or ok false.
 func (o *Object) DynamicAddr() (addr, size uint64, ok bool) {
@@ -466,6 +472,12 @@ func (o *Object) addSymbols(syms map[string]Symbol, funcs *[]Symbol, list []elf.
 		switch {
 		case typ == elf.STT_TLS:
 			s.Addr = es.Value
+		case es.Name == "_DYNAMIC" && o.hasDynamic():
+			// The linker's label of the dynamic section, which
+			// some linkers (GNU ld on aarch64 and s390x) mark
+			// absolute although it moves with the object: the
+			// dynamic section's run-time address.
+			s.Addr, _, _ = o.DynamicAddr()
 		case es.Section == elf.SHN_ABS:
 			s.Addr = es.Value
 		default:

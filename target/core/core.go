@@ -27,6 +27,15 @@
 // own ELF headers and the temporary directory's free space bound it in
 // size (ErrDecompressedSize, WithMaxDecompressedSize).
 //
+// Cores of x86-64, aarch64, ppc64le and s390x programs open on any host
+// (what differs between the machines is in internal/arch; docs/arch.md); a
+// core of another machine is refused with its name. A core without NT_FILE
+// (qemu-user's) is read through the dynamic linker's list alone, its
+// libraries looked up under WithSysroot's directory; one without the
+// threads' thread pointers (qemu's cores of aarch64 lack NT_ARM_TLS) takes
+// them from glibc's lists of threads. Malformed cores give errors that
+// errors.As finds a *FormatError in.
+//
 // Cores written by Delve's dump command open too: Delve writes the
 // kernel's notes without an owner name after a "Delve Header" note (or its
 // own thread notes, for backends without native ones), and no NT_FILE
@@ -331,6 +340,10 @@ func (c *Core) loadObjects(cfg *config, exePath string) error {
 	if err != nil {
 		return err
 	}
+	// The executable's own pages first: a core without its read-only
+	// pages (qemu's cores) still shows the dynamic linker's name, which
+	// points into the executable's .interp.
+	c.addObjectMemory(exe)
 	loaded, failed := c.openMapped(cfg, exe, c.mappedLibraries(c.exeMappedName()))
 	objs, names := c.linkMapOrder(cfg, exe, exePath, loaded, failed)
 	c.set = objfile.NewSet(objs...)
@@ -472,23 +485,31 @@ func unusedAt(cands []*candidate, bias uint64) *candidate {
 }
 
 // addObjects records the objects (Objects) and adds their memory the core
-// leaves out: zeroed .bss past each segment's file size, and read-only
-// segments from the files.
+// leaves out (see addObjectMemory; the executable's was added first).
 func (c *Core) addObjects(objs []*objfile.Object, names []string) {
-	var bss, ro []region
 	for i, o := range objs {
 		c.infos = append(c.infos, target.Object{Name: names[i], Path: o.Path(), Bias: o.Bias()})
-		for _, p := range o.File().Progs {
-			if p.Type != elf.PT_LOAD {
-				continue
-			}
-			start := p.Vaddr + o.Bias()
-			if p.Memsz > p.Filesz && start+p.Memsz > start {
-				bss = append(bss, region{start: start + p.Filesz, end: start + p.Memsz, base: start + p.Filesz, src: zeroSource{}})
-			}
-			if p.Flags&elf.PF_W == 0 && p.Filesz > 0 && start+p.Filesz > start {
-				ro = append(ro, region{start: start, end: start + p.Filesz, base: 0, src: objectSource{o}})
-			}
+		if i > 0 {
+			c.addObjectMemory(o)
+		}
+	}
+}
+
+// addObjectMemory adds the memory the object o's file gives: its
+// segments' bss (zeros), and its read-only segments, which a core may
+// leave out.
+func (c *Core) addObjectMemory(o *objfile.Object) {
+	var bss, ro []region
+	for _, p := range o.File().Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		start := p.Vaddr + o.Bias()
+		if p.Memsz > p.Filesz && start+p.Memsz > start {
+			bss = append(bss, region{start: start + p.Filesz, end: start + p.Memsz, base: start + p.Filesz, src: zeroSource{}})
+		}
+		if p.Flags&elf.PF_W == 0 && p.Filesz > 0 && start+p.Filesz > start {
+			ro = append(ro, region{start: start, end: start + p.Filesz, base: 0, src: objectSource{o}})
 		}
 	}
 	c.mem.add(layerBSS, bss...)

@@ -7,7 +7,9 @@
 # (scripts/stock-gomp.sh), then runs go vet, the whole test suite with the race
 # detector (real processes and real core files of the fixture programs, also
 # against stripped copies of the runtime with their debug files apart, LLVM's
-# libompd for comparison, synthetic runtime memory), and each fuzz target
+# libompd for comparison, synthetic runtime memory, cores of aarch64, ppc64le
+# and s390x programs made under qemu-user by scripts/make-arch-cores.sh and
+# cached), and each fuzz target
 # briefly. Then the suite runs once more with the lowest Go the go.mod
 # names (fetched through the module proxy as a toolchain module), without
 # the race detector and fuzzing: the first run has them, and this one checks
@@ -108,6 +110,7 @@ if [[ "$fuzztime" != "0" ]]; then
 	fuzz ./target/core FuzzOpen
 	fuzz . FuzzWalk
 	fuzz ./internal/unwind FuzzWalk
+	fuzz ./internal/cfi FuzzParse
 	fuzz . FuzzBacktraceRegisters
 	echo "fuzz exec rates:"; cat "$rates"; rm -f "$rates"
 fi

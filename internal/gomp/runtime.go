@@ -8,7 +8,8 @@
 //   - Each thread's struct gomp_thread is the initial-exec TLS variable
 //     gomp_tls_data. Its thread-pointer offset is found without symbols:
 //     the dynamic linker filled it into the GOT slots of the library's
-//     R_X86_64_TPOFF64 relocations against symbol 0, which this package
+//     initial-exec TLS relocations against symbol 0 (R_X86_64_TPOFF64 on
+//     x86-64; each machine's, see arch.Arch.TPOffReloc), which this package
 //     finds through the link_map list and the library's dynamic section in
 //     target memory. So per-thread state needs neither the symbol table
 //     nor the DWARF of libgomp.

@@ -34,12 +34,18 @@ func (r *Runtime) Stack(ctx context.Context, lwp uint64, maxDepth int) (*omprt.S
 	if !ok {
 		return st, nil
 	}
+	// The call instructions are decoded as the target's machine makes
+	// them.
+	var regs target.Registers
+	if a, err := omprt.Arch(r.t); err == nil {
+		regs = target.NewRegisters(a.Machine)
+	}
 	for i := 1; i < len(st.Frames); i++ {
 		f := &st.Frames[i]
 		if f.Runtime || !st.Frames[i-1].Runtime {
 			continue
 		}
-		if cl, ok := stackstate.CallTarget(r.mem, loc, &stackstate.Frame{Frame: unwind.Frame{PC: f.PC, Caller: true}}); ok && isLibgomp(cl.Object) {
+		if cl, ok := stackstate.CallTarget(r.mem, loc, &stackstate.Frame{Frame: unwind.Frame{PC: f.PC, Caller: true, Regs: regs}}); ok && isLibgomp(cl.Object) {
 			f.Called = tables.Name(cl.Function)
 		}
 	}

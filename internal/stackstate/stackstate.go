@@ -290,7 +290,8 @@ func FutexAddr(mem Memory, f *unwind.Frame) uint64 {
 const maxPLTHops = 1
 
 // CallTarget returns the function a frame of the program called: f must
-// be a caller frame (its PC a return address). It decodes the call
+// be a caller frame (its PC a return address), its registers of the
+// target's machine (Regs.Machine). It decodes the call
 // instruction right before the return address as the frame's machine
 // makes them (see arch.Arch.CallTarget: a direct call, or on x86-64 an
 // indirect one through a GOT slot, as -fno-plt code makes), follows a PLT

@@ -45,8 +45,11 @@ type Frame struct {
 	// frame (as OMPD and OMPT define them) run that task's code; those
 	// inner to its enter frame, down to the next task's exit frame, are
 	// the runtime called by it. -1 when the frame belongs to no task of
-	// the chain (a worker's frames outside its implicit task), or when
-	// the tasks' frames are unknown.
+	// the chain (a worker's frames outside its implicit task), when the
+	// tasks' frames are unknown, or when they do not tell which of two
+	// tasks the frame is in (frames the runtime left pointing at a frame
+	// no longer on the stack: a region the compiler serialized with
+	// if(0)).
 	TaskIndex int
 	// Folded is the number of runtime frames this frame stands for when
 	// the backtrace was made WithFoldRuntime (1 or more), 0 otherwise.
@@ -241,9 +244,33 @@ func cfaOf(fi FrameInfo, ptr int) uint64 {
 // place assigns each frame its task: the first task of the chain (from
 // the current one outwards) whose exit frame is above the frame. A frame
 // at or inside the task's enter frame is the runtime called by the task.
+//
+// A task whose exit frame is a runtime frame, the next task's enter frame
+// (the same address) and no frame of the stack has stale frames, which
+// place nothing. LLVM's runtime leaves them so for a region the compiler
+// serialized itself (if(0): __kmpc_serialized_parallel sets both to its
+// own frame, gone once it returns, and the program then calls the
+// region's code directly). An undeferred task's two frames are rightly
+// one, the application's frame that calls the task's code, and libgomp's
+// (read from the stack) one, the frame of GOMP_parallel or GOMP_task that
+// both the enclosing task called and calls the task's code. Past
+// such an exit frame, the frames up to the next task's exit frame belong
+// to one of the two tasks, which the stack does not tell: they are left in
+// no task (TaskIndex -1), but for the stale task's runtime call (inside
+// its own enter frame), the frame making it, and the frame the runtime
+// called at the next task's exit frame.
 func (bt *Backtrace) place(ptr int) {
 	if len(bt.Tasks) == 0 {
 		return
+	}
+	live := make(map[uint64]bool, len(bt.Frames))
+	for _, f := range bt.Frames {
+		live[f.CFA] = true
+	}
+	stale := func(i int) bool {
+		e := bt.Tasks[i].Frames.Exit
+		return e.Addr != 0 && e.Flags&FrameApplication == 0 && i+1 < len(bt.Tasks) && bt.Tasks[i+1].Frames.Enter.Addr == e.Addr &&
+			!live[cfaOf(e, ptr)]
 	}
 	i := 0
 	for k := range bt.Frames {
@@ -251,18 +278,40 @@ func (bt *Backtrace) place(ptr int) {
 		if f.CFA == 0 {
 			break
 		}
+		unsure := false
 		for i < len(bt.Tasks) {
 			exit := cfaOf(bt.Tasks[i].Frames.Exit, ptr)
-			if exit == 0 || f.CFA < exit {
-				break
+			if !stale(i) {
+				if exit == 0 || f.CFA < exit {
+					break
+				}
+				i++
+				continue
 			}
-			i++
+			if enter := cfaOf(bt.Tasks[i].Frames.Enter, ptr); enter != 0 && (f.CFA <= enter || k > 0 && bt.Frames[k-1].CFA == enter) {
+				break // the stale task's runtime call, or its code making it
+			}
+			if next := cfaOf(bt.Tasks[i+1].Frames.Exit, ptr); next != 0 {
+				if f.CFA >= next {
+					i += 2 // outside both
+					continue
+				}
+				if k+1 < len(bt.Frames) && bt.Frames[k+1].CFA == next {
+					i++ // the code the runtime called for the next task
+					break
+				}
+			}
+			unsure = true
+			break
 		}
 		if i == len(bt.Tasks) {
 			break
 		}
+		if unsure {
+			continue
+		}
 		f.TaskIndex = i
-		if inRuntime(f.CFA, bt.Tasks[i].Frames.Enter, ptr) {
+		if (i == 0 || !stale(i-1)) && inRuntime(f.CFA, bt.Tasks[i].Frames.Enter, ptr) {
 			f.InRuntimeCall = true
 			// The runtime called by the task: the outermost such frame
 			// is the call the task made; the task's frame that made

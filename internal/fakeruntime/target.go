@@ -110,7 +110,8 @@ type Target struct {
 	types    map[string]uint64
 	fields   map[[2]string]uint64
 	bits     map[[2]string][2]uint64
-	funcs    []function // sorted by addr
+	funcs    []function                  // sorted by addr
+	stacks   map[uint64]target.Registers // SetStack's threads' registers
 	readOnly bool
 	fault    func(addr uint64, size int) error
 	machine  elf.Machine

@@ -52,6 +52,7 @@ func fixtureCases(manyThreads string) []fixtureCase {
 		{fixtures.Tasks, nil},
 		{fixtures.ICVs, nil},
 		{fixtures.Many, []string{manyThreads}},
+		{fixtures.Workshare, nil},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/ompd-go/ompd/internal/fixtures"
 	"github.com/ompd-go/ompd/internal/gomp"
 	"github.com/ompd-go/ompd/internal/omprt"
+	"github.com/ompd-go/ompd/internal/stackstate"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/core"
 )
@@ -480,6 +481,24 @@ func checkState(t *testing.T, tg target.Target, th *fixtures.Thread, d *omprt.Th
 		assert.EqualValues(t, want, d.State, "role %s", th.Role)
 	case fixtures.RoleBarrier:
 		assert.EqualValues(t, gomp.StateBarrier, d.State, "role %s", th.Role)
+	case fixtures.RoleWorkshareBarrier:
+		// Planted (not committed): stack.go's Waits mapping
+		// GOMP_loop_end to stackstate.BarrierExplicit fails the
+		// for_dynamic waiter of every setup's workshare core here, and
+		// GOMP_barrier mapped to stackstate.BarrierExplicit its for and
+		// single waiters; the truth is the construct the program waits
+		// at the end of.
+		switch th.Construct {
+		case fixtures.ConstructFor, fixtures.ConstructSingle:
+			// The program called GOMP_barrier, as for an explicit
+			// barrier: implicit_workshare, or a barrier the stack
+			// cannot name further, never an explicit one.
+			assert.Contains(t, []int64{stackstate.BarrierImplicitWork, stackstate.Barrier}, d.State, "role %s at the end of %s: %#x", th.Role, th.Construct, d.State)
+		default:
+			// GOMP_loop_end and GOMP_sections_end end worksharing
+			// constructs only.
+			assert.EqualValues(t, stackstate.BarrierImplicitWork, d.State, "role %s at the end of %s", th.Role, th.Construct)
+		}
 	case fixtures.RoleLock:
 		assert.EqualValues(t, gomp.StateLock, d.State, "role %s: a lock, not just a mutex", th.Role)
 		lock, err := fixtures.ParseHex(th.Lock)

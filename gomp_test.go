@@ -109,7 +109,60 @@ func checkGompAPI(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, la
 	}
 	js, err := json.Marshal(snap)
 	require.NoError(t, err)
+	if len(truth.Tasks) > 0 {
+		checkGompTaskKinds(t, as, truth)
+	}
 	assert.Contains(t, string(js), `"unsupported":["breakpoints: `)
+}
+
+// checkGompTaskKinds follows every current task of the tasks fixture up
+// its generating chain and compares each task's Kind with what the program
+// says of it: explicit or implicit; final for the task created with
+// final(1) and for the task included in it (omp_in_final() true in both),
+// for no other; included for the undeferred ones (if(0), and the task
+// created inside the final one). Its final bit is read from the task's
+// final_task flag, its included bit from its kind (GOMP_TASK_UNDEFERRED).
+//
+// Planted (not committed), each caught here on every libgomp setup of
+// TestGompThroughAPI/*/tasks, the truth being the program's final(1) and
+// if(0) clauses and its omp_in_final() answers: internal/gomp/regions.go
+// setting the mergeable bit (0x40000000) instead of flagFinal for a task
+// in a final one ("task final final", "task included final"), and
+// flagUndeferred set for kind GOMP_TASK_TIED instead of
+// GOMP_TASK_UNDEFERRED ("included" fails for every explicit task).
+func checkGompTaskKinds(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
+	t.Helper()
+	checked := 0
+	for _, cur := range truth.Tasks {
+		if !cur.Current {
+			continue
+		}
+		th, err := as.ThreadByOSThread(ompd.LWPID, uint64(cur.TID))
+		require.NoError(t, err)
+		task, err := th.CurrentTask()
+		require.NoError(t, err)
+		for want := &cur; want != nil; {
+			kind, err := task.Kind()
+			require.NoError(t, err, "task %s", want.Label)
+			assert.Equal(t, want.Kind == "explicit", kind.Has(ompd.TaskExplicit), "task %s: %v", want.Label, kind)
+			assert.Equal(t, want.Kind == "implicit", kind.Has(ompd.TaskImplicit), "task %s: %v", want.Label, kind)
+			assert.Equal(t, want.InFinal, kind.Has(ompd.TaskFinal), "task %s final: %v", want.Label, kind)
+			if want.Final {
+				assert.True(t, kind.Has(ompd.TaskFinal), "task %s has final(1): %v", want.Label, kind)
+			}
+			assert.Equal(t, want.Undeferred, kind.Has(ompd.TaskIncluded), "task %s included: %v", want.Label, kind)
+			assert.False(t, kind.Has(ompd.TaskUntied), "task %s: libgomp runs untied tasks tied: %v", want.Label, kind)
+			checked++
+			if want.Parent == "" {
+				break
+			}
+			want = truth.Task(want.Parent)
+			require.NotNil(t, want)
+			task, err = task.Generating()
+			require.NoError(t, err)
+		}
+	}
+	assert.GreaterOrEqual(t, checked, len(truth.Tasks), "every task of the program checked")
 }
 
 // TestGCCProgramOnLLVM: a gcc-compiled program on LLVM's runtime (which

@@ -236,6 +236,75 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 	if tt.ICV != nil {
 		checkICVs(t, as, truth, tt, th)
 	}
+	if !inLeague {
+		checkEnclosingICVs(t, truth, tt, th)
+	}
+}
+
+// checkEnclosingICVs compares the task ICVs of every enclosing implicit
+// task of the thread's chain (levels below its own) with what that task
+// answered when it forked the next level (the fixture's level records,
+// fixtures.Truth.TaskICV): run-sched-var, bind-var (the list from that
+// level on), max-active-levels-var, thread-limit-var, the nested flag and
+// final-task-var.
+//
+// Planted (not committed), each caught by TestFixtureCores (the truth
+// being the level records' omp_get_* answers), where only TestDifferential
+// caught it before: final-task-var set for the implicit task of an
+// enclosing serialized level (`boolInt(rec.data.InFinal || r.Level <
+// rec.teamLevel)` in internal/kmp/icv.go's taskRecICV: serialized,
+// serialized-deep: "final-task-var at level 4").
+func checkEnclosingICVs(t *testing.T, truth *fixtures.Truth, tt *fixtures.Thread, th ompd.Thread) {
+	t.Helper()
+	seen := 0
+	for _, k := range Tasks(t, th) {
+		kind, err := k.Kind()
+		require.NoError(t, err)
+		if !kind.Has(ompd.TaskImplicit) {
+			continue
+		}
+		p, err := k.Parallel()
+		require.NoError(t, err)
+		l, err := p.Level()
+		require.NoError(t, err)
+		if l >= tt.Level {
+			continue
+		}
+		want := truth.TaskICV(tt, l)
+		if want == nil {
+			continue
+		}
+		seen++
+		s, err := k.Schedule()
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.Schedule, s.Kind.String(), "run-sched-var at level %d", l)
+		assert.Equal(t, want.ScheduleChunk, s.Chunk, "run-sched-var chunk at level %d", l)
+		assert.Equal(t, want.ScheduleMonotonic, s.Monotonic, "run-sched-var monotonic at level %d", l)
+		bl, err := k.ICVString(ompd.ICVBindVar)
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, nestedList(strconv.Itoa(want.ProcBindKind), procBindNumbers(truth.Env["OMP_PROC_BIND"]), l), bl, "bind-var at level %d", l)
+		mal, err := k.MaxActiveLevels()
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.MaxActiveLevels, mal, "max-active-levels-var at level %d", l)
+		tl, err := k.ThreadLimit()
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.ThreadLimit, tl, "thread-limit-var at level %d", l)
+		nested, err := k.Nested()
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.Nested, nested, "omp_get_nested at level %d", l)
+		fin, err := k.InFinal()
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.InFinal, fin, "in final at level %d", l)
+		fv, err := k.ICV(ompd.ICVFinalTaskVar)
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, want.InFinal, fv != 0, "final-task-var at level %d", l)
+		rs, err := k.ICV(ompd.ICVRunSchedVar)
+		require.NoError(t, err, "level %d", l)
+		assert.Equal(t, int64(uint32(want.ScheduleKind)), rs&0xffffffff, "run-sched-var as omp_sched_t at level %d", l)
+	}
+	if len(truth.Levels) > 0 {
+		assert.Equal(t, tt.Level, seen, "thread %d: one enclosing implicit task per level below %d, each checked", tt.TID, tt.Level)
+	}
 }
 
 // Regions returns the thread's region nest, innermost first. The walk must

@@ -39,6 +39,49 @@ func TestBacktraceMatchesGDB(t *testing.T) {
 	}
 }
 
+// TestBacktraceFramePointer unwinds programs built without call-frame
+// information of their own (fixtures.NoUnwindTables: no .eh_frame entries,
+// .debug_frame removed), so that every frame of the program's code is left
+// through the frame-pointer chain, the runtime's and the C library's
+// through their call-frame information: the frames must be gdb's (which
+// reads such frames by analysing their prologues), placed in tasks as the
+// programs' truth says, and the walks must have taken frame pointers
+// through the program's own frames.
+//
+// Planted (not committed): the frame-pointer step reading the return
+// address one word off (ev.word(fp + 2*w) in internal/unwind/walk.go's
+// framePointerStep) fails both cases here (program counters unlike gdb's,
+// recorded frames missing), the truth being gdb's backtraces of the same
+// core and the frames the programs recorded; TestBacktraceMatchesGDB and
+// TestFixtureCores pass with it (their fixtures have call-frame
+// information): only internal/unwind's unit test over synthetic stacks
+// caught it before.
+func TestBacktraceFramePointer(t *testing.T) {
+	info := fixtures.NoUnwindTables(fixtures.Runtime(t))
+	for _, name := range []string{fixtures.Nested, fixtures.Tasks} {
+		t.Run(name, func(t *testing.T) {
+			stop := fixtures.CoreWith(t, info, name)
+			as := openStop(t, stop)
+			gdb := ompdtest.GDBCoreBacktraces(t, stop.Exe, stop.Core)
+			bts := ompdtest.CheckBacktraces(t, as, stop.Truth)
+			require.Len(t, bts, len(stop.Truth.Threads))
+			ompdtest.CompareWithGDB(t, gdb, bts)
+			for _, tt := range stop.Truth.Threads {
+				st, err := unwind.Thread(context.Background(), as.Target(), uint64(tt.TID), unwind.Options{})
+				require.NoError(t, err)
+				require.True(t, st.Complete(), "thread %d: %v", tt.TID, st.End)
+				byFP := 0
+				for _, f := range st.Frames {
+					if f.How == unwind.FramePointer {
+						byFP++
+					}
+				}
+				assert.Positive(t, byFP, "thread %d: frames found through the frame-pointer chain", tt.TID)
+			}
+		})
+	}
+}
+
 // TestBacktraceFoldRuntime folds runtime frames: no two consecutive
 // runtime frames of one task remain, and the folded frame is the runtime
 // function the program called.

@@ -23,8 +23,33 @@ func TestFakeSnapshot(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, snap.Errors)
 		require.Len(t, snap.Threads, 5)
-		assert.Len(t, snap.Threads[2].Parallel, 6)
-		assert.Len(t, snap.Threads[2].Tasks, 8)
+		// Every thread's region nest and task chain, as the scenario
+		// built them (the check ExampleAddressSpace_Snapshot's output
+		// was the only one of for threads 0, 1, 3 and 4): gtid 0 and 3
+		// at level 1 (regions 1, 0; their implicit task and the initial
+		// one), gtid 1 at level 2, gtid 2 at level 5 with two explicit
+		// tasks, gtid 4 idle in the pool (none). Each the API's walks'.
+		// Planted (not committed): snapshot.go's walkRegions ending at
+		// a region an earlier thread's walk met (`|| ok` after the
+		// append) fails gtid 1's and 3's regions, besides gtid 2's.
+		ths := fakeThreads(t, as)
+		for g, want := range []struct{ regions, tasks int }{{2, 2}, {3, 3}, {6, 8}, {2, 2}, {0, 0}} {
+			ts := snap.Threads[g]
+			require.Equal(t, g, ts.GTID)
+			assert.Len(t, ts.Parallel, want.regions, "gtid %d's regions", g)
+			assert.Len(t, ts.Tasks, want.tasks, "gtid %d's tasks", g)
+			regions, _ := collect(ths[g].Regions())
+			tasks, _ := collect(ths[g].Tasks())
+			assert.Len(t, regions, want.regions, "gtid %d's region walk", g)
+			assert.Len(t, tasks, want.tasks, "gtid %d's task walk", g)
+			for i, p := range regions {
+				if i < len(ts.Parallel) {
+					l, err := p.Level()
+					require.NoError(t, err)
+					assert.Equal(t, l, ts.Parallel[i].Level, "gtid %d region %d", g, i)
+				}
+			}
+		}
 		assert.Equal(t, ompd.StateWaitBarrierImplicitParallel, snap.Threads[3].State)
 		assert.Equal(t, uint64(0xb0), snap.Threads[3].WaitID)
 		assert.Equal(t, fakeruntime.LWPOf(3), snap.Threads[3].LWP)

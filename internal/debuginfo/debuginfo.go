@@ -157,7 +157,9 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 	link, crc, hasLink := DebugLink(f)
 	var mismatches []string
 	var special []string // candidates that are not regular files
+	var searched []string
 	try := func(cand string, checkCRC bool) bool {
+		searched = append(searched, cand)
 		st, err := os.Stat(cand)
 		if err != nil {
 			return false
@@ -222,10 +224,17 @@ func Find(ctx context.Context, path string, f *elf.File, opts Options) (string, 
 	if len(mismatches) > 0 {
 		return "", fmt.Errorf("%s: %w", strings.Join(mismatches, "; "), ErrMismatch)
 	}
-	if len(special) > 0 {
-		return "", fmt.Errorf("debuginfo: %s (build-id %x): %w (skipped, not regular files: %s)", path, id, ErrNotFound, strings.Join(special, ", "))
+	where := "searched " + strings.Join(searched, ", ")
+	if len(searched) == 0 {
+		where = "no build-id and no debuglink to search by"
 	}
-	return "", fmt.Errorf("debuginfo: %s (build-id %x): %w", path, id, ErrNotFound)
+	if opts.Fetcher == nil {
+		where += "; no debuginfod server asked (none given: DEBUGINFOD_URLS)"
+	}
+	if len(special) > 0 {
+		return "", fmt.Errorf("debuginfo: %s (build-id %x): %w (%s; skipped, not regular files: %s)", path, id, ErrNotFound, where, strings.Join(special, ", "))
+	}
+	return "", fmt.Errorf("debuginfo: %s (build-id %x): %w (%s)", path, id, ErrNotFound, where)
 }
 
 func same(a, b string) bool {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/fixtures"
@@ -156,8 +157,18 @@ func TestFindLocal(t *testing.T) {
 		d2 := t.TempDir()
 		lib2 := filepath.Join(d2, "liba.so")
 		copyFile(t, lib, lib2)
-		_, err := Find(ctx, lib2, openELF(t, lib2), Options{DebugDirs: []string{t.TempDir()}})
+		root := t.TempDir()
+		_, err := Find(ctx, lib2, openELF(t, lib2), Options{DebugDirs: []string{root}})
 		require.ErrorIs(t, err, ErrNotFound)
+		// The error names every place searched, and that no server was
+		// asked.
+		h := hex.EncodeToString(id)
+		for _, p := range []string{filepath.Join(root, ".build-id", h[:2], h[2:]+".debug"),
+			filepath.Join(d2, "liba.so.debug"), filepath.Join(d2, ".debug", "liba.so.debug"),
+			filepath.Join(root, d2, "liba.so.debug")} {
+			assert.Contains(t, err.Error(), p)
+		}
+		assert.Contains(t, err.Error(), "no debuginfod server asked")
 	})
 }
 

@@ -1,7 +1,6 @@
 package gomp
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/hex"
 	"path"
@@ -49,7 +48,7 @@ func isLibgomp(name string) bool {
 // findLibrary locates libgomp in t's link_map list. A target with no
 // libgomp gives omprt.ErrNoRuntime.
 func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
-	rd, err := rDebug(t, mem)
+	rd, err := objfile.RDebug(t, mem, mem.Order)
 	if err != nil {
 		return nil, omprt.Wrap(omprt.ErrNoRuntime, err, "gomp: no dynamic linker state (_r_debug)")
 	}
@@ -77,34 +76,6 @@ func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
 		return nil, err
 	}
 	return lib, nil
-}
-
-// rDebug finds the dynamic linker's struct r_debug: through the DT_DEBUG
-// entry of the executable's dynamic section (_DYNAMIC, in the
-// executable's own symbol table, found at once), else the _r_debug symbol
-// (whose lookup may have to read every library's symbols, separate debug
-// files included, before it reaches the dynamic linker's: too slow to pay
-// on every Open of a program without libgomp).
-func rDebug(t target.Target, mem *omprt.Memory) (uint64, error) {
-	if dyn, err := t.LookupSymbol("_DYNAMIC"); err == nil && dyn != 0 {
-		for i := uint64(0); i < maxDynEntries; i++ {
-			v, err := mem.View(dyn+16*i, 16, "dynamic section")
-			if err != nil {
-				break
-			}
-			tag := elf.DynTag(v.Uint(0, 8))
-			if tag == elf.DT_NULL {
-				break
-			}
-			if tag == elf.DT_DEBUG {
-				if p := v.Uint(8, 8); p != 0 {
-					return p, nil
-				}
-				break
-			}
-		}
-	}
-	return t.LookupSymbol("_r_debug")
 }
 
 // dynAddr turns a d_ptr value of the dynamic section into a run-time
@@ -235,34 +206,8 @@ func (l *library) readVerdefs(mem *omprt.Memory, tags map[elf.DynTag]uint64) str
 // readBuildID reads the GNU build-id note through the program headers
 // mapped at the library's base; "" if it cannot.
 func (l *library) readBuildID(mem *omprt.Memory) string {
-	h, err := mem.View(l.base, 64, "libgomp ELF header")
-	if err != nil || !bytes.Equal(h.B[:4], []byte(elf.ELFMAG)) {
-		return ""
-	}
-	phoff, phentsize, phnum := h.Uint(32, 8), h.Uint(54, 2), h.Uint(56, 2)
-	if phentsize != 56 || phnum > 64 {
-		return ""
-	}
-	ph, err := mem.View(l.base+phoff, phentsize*phnum, "libgomp program headers")
-	if err != nil {
-		return ""
-	}
-	for i := uint64(0); i < phnum; i++ {
-		p := i * phentsize
-		if elf.ProgType(ph.Uint(p, 4)) != elf.PT_NOTE {
-			continue
-		}
-		size := ph.Uint(p+32, 8)
-		if size > 4096 {
-			continue
-		}
-		notes, err := mem.View(l.base+ph.Uint(p+16, 8), size, "libgomp notes")
-		if err != nil {
-			continue
-		}
-		if id := objfile.ParseBuildID(notes.B, mem.Order); id != nil {
-			return hex.EncodeToString(id)
-		}
+	if id := objfile.LoadedBuildID(mem, l.base, mem.Order); id != nil {
+		return hex.EncodeToString(id)
 	}
 	return ""
 }

@@ -124,6 +124,18 @@ func (m *Memory) reserve(addr uint64, n int) error {
 	return nil
 }
 
+// ReadMemory fills buf with target memory at addr through the cache, as
+// target.Target's method does: Memory serves code and data readers that
+// take any reader of memory.
+func (m *Memory) ReadMemory(buf []byte, addr uint64) error {
+	b, err := m.Read(addr, len(buf))
+	if err != nil {
+		return err
+	}
+	copy(buf, b)
+	return nil
+}
+
 // Read returns n bytes of target memory at addr. The result must not be
 // modified. Ranges the target cannot read in whole pages (a mapping smaller
 // than a page, as synthetic targets have) are read exactly and not cached.

@@ -72,7 +72,8 @@ func libompInfo(t *testing.T, c *core.Core, s *fixtures.StrippedRuntime) target.
 
 // TestStrippedRuntimeByBuildID: the debug file found by build-id under a
 // debug directory, as a -dbgsym package installs it; every answer is the
-// same as with the unstripped runtime.
+// same as with the unstripped runtime. Without it, the runtime is read
+// through the table of its release, every answer right too.
 func TestStrippedRuntimeByBuildID(t *testing.T) {
 	for _, name := range []string{fixtures.Nested, fixtures.Serialized, fixtures.Tasks, fixtures.ICVs} {
 		t.Run(name, func(t *testing.T) {
@@ -81,16 +82,14 @@ func TestStrippedRuntimeByBuildID(t *testing.T) {
 			dir := t.TempDir()
 			dbgSymlink(t, s.DebugFile, s.BuildIDPath(dir))
 
-			// Without the debug directory the runtime is there, but
-			// not readable: an error saying so, not "no runtime".
-			_, _, err := openStripped(t, stop, core.WithDebugDirs())
-			require.Error(t, err)
-			t.Logf("without debug information: %v", err)
-			assert.ErrorIs(t, err, ompd.ErrIncompatible)
-			assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
-			assert.ErrorIs(t, err, target.ErrNotFound)
-			assert.Contains(t, err.Error(), "no usable debug information was found")
-			assert.Contains(t, err.Error(), s.LibOMP, "the error names the stripped library")
+			// Without the debug directory, the runtime is read as the
+			// known release it is a build of (another build than the
+			// table's: its own ompd_init and its threads confirm it).
+			c0, as0, err := openStripped(t, stop, core.WithDebugDirs())
+			require.NoError(t, err)
+			assert.Equal(t, ompd.LayoutKnownTable, as0.Runtime().Layout)
+			assert.Equal(t, "19.1.7", as0.Runtime().Version)
+			ompdtest.CheckTruth(t, openChecked(t, c0), stop.Truth)
 
 			c, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
 			require.NoError(t, err)
@@ -152,22 +151,21 @@ func TestStrippedRuntimeByDebugLink(t *testing.T) {
 }
 
 // TestStrippedRuntimeMismatch: a debug file of another build at the
-// build-id's place is refused, and the error says so.
+// build-id's place is refused, and the object's debug error says so (the
+// runtime is read without it, through its release's table).
 func TestStrippedRuntimeMismatch(t *testing.T) {
 	stop, s := strippedStop(t, fixtures.VariantOMPD, fixtures.Nested)
 	other := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantNoOMPD))
 	require.NotEqual(t, s.BuildID, other.BuildID)
 	dir := t.TempDir()
 	dbgSymlink(t, other.DebugFile, s.BuildIDPath(dir))
-	c, _, err := openStripped(t, stop, core.WithDebugDirs(dir))
-	require.Error(t, err)
-	t.Logf("with a mismatched debug file: %v", err)
-	assert.ErrorIs(t, err, ompd.ErrIncompatible)
-	assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
-	assert.Contains(t, err.Error(), enchex.EncodeToString(other.BuildID), "the error names the refused file's build-id")
+	c, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
+	require.NoError(t, err)
+	assert.Equal(t, ompd.LayoutKnownTable, as.Runtime().Layout, "read without the refused file")
 	info := libompInfo(t, c, s)
 	assert.Empty(t, info.DebugFile)
 	assert.ErrorIs(t, info.DebugErr, target.ErrDebugMismatch)
+	assert.Contains(t, info.DebugErr.Error(), enchex.EncodeToString(other.BuildID), "the error names the refused file's build-id")
 }
 
 // debuginfodServer serves the debug files of the given build-ids as a
@@ -237,22 +235,22 @@ func TestStrippedRuntimeDebuginfod(t *testing.T) {
 }
 
 // TestStrippedRuntimeDebuginfodFails: a server without the file (404), and
-// one that never answers (cut by the client's timeout), give a clear error
-// in time, not a hang and not "no runtime".
+// one that never answers (cut by the client's timeout), give a clear debug
+// error in time, not a hang; the runtime is read through its release's
+// table all the same.
 func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 	stop, s := strippedStop(t, fixtures.VariantOMPD, fixtures.Nested)
 	t.Run("404", func(t *testing.T) {
 		srv := newDebuginfod(t, nil)
 		client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second}
-		c, _, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
-		require.Error(t, err)
-		t.Logf("server answering 404: %v", err)
-		assert.ErrorIs(t, err, ompd.ErrIncompatible)
-		assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
-		assert.Contains(t, err.Error(), "no usable debug information was found")
-		assert.Contains(t, err.Error(), "404")
+		c, as, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
+		require.NoError(t, err, "read through the known table")
+		assert.Equal(t, ompd.LayoutKnownTable, as.Runtime().Layout)
+		derr := libompInfo(t, c, s).DebugErr
+		t.Logf("server answering 404: %v", derr)
+		assert.ErrorIs(t, derr, target.ErrNoDebugFile)
+		assert.Contains(t, derr.Error(), "404")
 		assert.Equal(t, 1, srv.count(s.BuildID), "asked once")
-		assert.ErrorIs(t, libompInfo(t, c, s).DebugErr, target.ErrNoDebugFile)
 	})
 	t.Run("hang", func(t *testing.T) {
 		release := make(chan struct{})
@@ -268,17 +266,15 @@ func TestStrippedRuntimeDebuginfodFails(t *testing.T) {
 		t.Cleanup(func() { close(release) })
 		client := &debuginfod.Client{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond}
 		start := time.Now()
-		c, _, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
+		c, as, err := openStripped(t, stop, core.WithDebugDirs(), core.WithDebuginfod(client))
 		elapsed := time.Since(start)
-		require.Error(t, err)
-		t.Logf("server not answering (%v): %v", elapsed, err)
-		assert.ErrorIs(t, err, ompd.ErrIncompatible)
-		assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
-		assert.Contains(t, err.Error(), "no usable debug information was found")
-		assert.Contains(t, err.Error(), "debuginfod")
+		require.NoError(t, err, "read through the known table")
+		assert.Equal(t, ompd.LayoutKnownTable, as.Runtime().Layout)
 		assert.Less(t, elapsed, 30*time.Second, "each stripped object waits one timeout at most")
 		assert.Positive(t, asked.Load())
 		derr := libompInfo(t, c, s).DebugErr
+		t.Logf("server not answering (%v): %v", elapsed, derr)
+		assert.Contains(t, derr.Error(), "debuginfod")
 		assert.ErrorIs(t, derr, target.ErrDebugServer)
 		assert.False(t, errors.Is(derr, target.ErrNoDebugFile), "a server failing is not a missing file: %v", derr)
 	})
@@ -290,10 +286,13 @@ func TestStrippedNoOMPDRuntime(t *testing.T) {
 	stop, s := strippedStop(t, fixtures.VariantNoOMPD, fixtures.Nested)
 	dir := t.TempDir()
 	dbgSymlink(t, s.DebugFile, s.BuildIDPath(dir))
-	_, _, err := openStripped(t, stop, core.WithDebugDirs())
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ompd.ErrIncompatible)
-	assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
+	// Without its debug file: read as LLVM 19.1.7, through the table of
+	// a build with OMPD support (the structures are the same), confirmed
+	// by the threads (it has no ompd_init to check the table against).
+	c0, as0, err := openStripped(t, stop, core.WithDebugDirs())
+	require.NoError(t, err)
+	assert.Equal(t, ompd.LayoutKnownTable, as0.Runtime().Layout)
+	ompdtest.CheckStructure(t, openChecked(t, c0), stop.Truth)
 
 	_, as, err := openStripped(t, stop, core.WithDebugDirs(dir))
 	require.NoError(t, err)

@@ -78,6 +78,16 @@ apt_src_config() {
 	shopt -u nullglob
 }
 
+# apt_bin_config DIR [SUITE]
+#   Like apt_src_config, but the entries are binary (deb) ones: for
+#   `apt-get download` of packages of the machine's suites, or of SUITE,
+#   without touching the machine's own apt state.
+apt_bin_config() {
+	apt_src_config "$@"
+	sed -i -E 's/^deb-src /deb /' "$1/sources/src.list"
+	sed -i -E 's/^Types: deb-src/Types: deb/' "$1/sources/src.sources"
+}
+
 # apt_src_opts DIR: prints nothing; sets the array APT_SRC_OPTS for apt-get
 # to use the configuration apt_src_config wrote under DIR.
 apt_src_opts() {

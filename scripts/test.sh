@@ -34,6 +34,9 @@ bash scripts/stock-gomp.sh
 # time): the first and last releases whose breakpoint functions have C++
 # names (cmd/ompdtool's TestReleaseBreakpoints).
 bash scripts/build-releases.sh 13 16
+# Debian's own stripped libomp5-13 ... libomp5-19 (a few MB, seconds): read
+# through the table of known releases (stock_test.go).
+bash scripts/stock-libomp.sh
 # Slurm, munge and Open MPI for the whole-job test (ompdtool job on a
 # 4-node cluster on this machine: scripts/slurm-cluster.sh).
 bash scripts/slurm-cluster.sh install
@@ -57,6 +60,18 @@ if [[ "${OMPD_GO_GOMP_ALL:-0}" == 1 ]]; then
 	# (Build-ids depend on where the libraries were built: not compared.)
 	if ! diff -q <(grep -v 'BuildID:' "$gen") <(grep -v 'BuildID:' internal/gomp/known_layouts.go) >/dev/null; then
 		echo "internal/gomp/known_layouts.go is stale: run go generate ./internal/gomp"; rm -f "$gen"; exit 1
+	fi
+	rm -f "$gen"
+fi
+# The table of known LLVM releases (internal/kmp/known_releases.go) is
+# generated from builds of every release (scripts/build-releases.sh, about
+# two minutes each): checked only with OMPD_GO_CHECK_RELEASES=1, not on
+# every run. It must be what go generate writes now.
+if [[ "${OMPD_GO_CHECK_RELEASES:-0}" == 1 ]]; then
+	gen=$(mktemp)
+	(cd internal/kmp && go run ./gen -o "$gen")
+	if ! diff -q "$gen" internal/kmp/known_releases.go >/dev/null; then
+		echo "internal/kmp/known_releases.go is stale: run go generate ./internal/kmp"; rm -f "$gen"; exit 1
 	fi
 	rm -f "$gen"
 fi

@@ -255,11 +255,11 @@ const undefined = "undefined"
 
 // globalMember reads the 4-byte member name of __kmp_global.g.
 func (rt *Runtime) globalMember(name string) (uint64, bool) {
-	g, err := rt.t.FieldOffset("kmp_global_t", "g")
+	g, err := rt.fieldOffset("kmp_global_t", "g")
 	if err != nil {
 		return 0, false
 	}
-	d, err := rt.t.FieldOffset("kmp_base_global_t", name)
+	d, err := rt.fieldOffset("kmp_base_global_t", name)
 	if err != nil {
 		return 0, false
 	}
@@ -401,13 +401,7 @@ func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	bf, ok := rt.t.(interface {
-		BitField(typeName, field string) (uint64, uint64, error)
-	})
-	if !ok {
-		return "", false
-	}
-	flagsOff, err := rt.t.FieldOffset("kmp_affinity_t", "flags")
+	flagsOff, err := rt.fieldOffset("kmp_affinity_t", "flags")
 	if err != nil {
 		return "", false
 	}
@@ -417,7 +411,7 @@ func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
 	}
 	bad := false
 	flag := func(name string) bool {
-		bo, bs, err := bf.BitField("kmp_affinity_flags_t", name)
+		bo, bs, err := rt.bitField("kmp_affinity_flags_t", name)
 		if err != nil || bs == 0 || bo+bs > 32 {
 			bad = true
 			return false
@@ -425,7 +419,7 @@ func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
 		return rt.bits(flags, 4, bo, bs) != 0
 	}
 	field := func(name string) int64 {
-		off, err := rt.t.FieldOffset("kmp_affinity_t", name)
+		off, err := rt.fieldOffset("kmp_affinity_t", name)
 		if err != nil {
 			bad = true
 			return 0
@@ -481,7 +475,7 @@ func (rt *Runtime) affinitySetting(sym string, hh bool) (string, bool) {
 	case affinityScatter:
 		fmt.Fprintf(&b, "scatter,%d,%d", compact, offset)
 	case affinityExplicit:
-		off, err := rt.t.FieldOffset("kmp_affinity_t", "proclist")
+		off, err := rt.fieldOffset("kmp_affinity_t", "proclist")
 		if err != nil {
 			return "", false
 		}
@@ -522,7 +516,7 @@ func (rt *Runtime) places(bind []int64) (string, bool) {
 		return "", false
 	}
 	field := func(name string, size uint64, signed bool) (int64, bool) {
-		off, err := rt.t.FieldOffset("kmp_affinity_t", name)
+		off, err := rt.fieldOffset("kmp_affinity_t", name)
 		if err != nil {
 			return 0, false
 		}
@@ -542,7 +536,7 @@ func (rt *Runtime) places(bind []int64) (string, bool) {
 	}
 	switch typ {
 	case affinityExplicit:
-		off, err := rt.t.FieldOffset("kmp_affinity_t", "proclist")
+		off, err := rt.fieldOffset("kmp_affinity_t", "proclist")
 		if err != nil {
 			return "", false
 		}
@@ -588,18 +582,12 @@ func (rt *Runtime) places(bind []int64) (string, bool) {
 // (hybrid processors), or whether that cannot be read: either way this
 // package does not print them.
 func (rt *Runtime) coreAttrPlaces(base uint64) bool {
-	bf, ok := rt.t.(interface {
-		BitField(typeName, field string) (uint64, uint64, error)
-	})
-	if !ok {
-		return true
-	}
 	bit := func(outer, typ, name string) (bool, bool) {
-		off, err := rt.t.FieldOffset("kmp_affinity_t", outer)
+		off, err := rt.fieldOffset("kmp_affinity_t", outer)
 		if err != nil {
 			return false, false
 		}
-		bo, bs, err := bf.BitField(typ, name)
+		bo, bs, err := rt.bitField(typ, name)
 		if err != nil || bs == 0 || bs > 32 {
 			return false, false
 		}

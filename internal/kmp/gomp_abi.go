@@ -22,15 +22,16 @@ type gompABI struct {
 func (g *gompABI) init(rt *Runtime) {
 	g.wrappers = map[uint64]bool{}
 	for _, name := range gompWrappers {
-		if a, err := rt.t.LookupSymbol(name); err == nil && a != 0 {
+		if a, err := rt.sym(name); err == nil && a != 0 {
 			g.wrappers[a] = true
 		}
 	}
 	if len(g.wrappers) == 0 {
 		return
 	}
-	// t_argv is in no OMPD table: it needs the runtime's DWARF.
-	off, err := rt.t.FieldOffset("kmp_base_team_t", "t_argv")
+	// t_argv is in no OMPD table: it needs the runtime's DWARF, or the
+	// table of the known release a stripped runtime is.
+	off, err := rt.fieldOffset("kmp_base_team_t", "t_argv")
 	if err != nil {
 		return
 	}

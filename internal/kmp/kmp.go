@@ -51,6 +51,15 @@ type Runtime struct {
 
 	gomp gompABI // regions of gcc-compiled programs
 	bp   bpInfo  // the OMPD breakpoint functions and their callers
+
+	// stock is set for a stripped runtime read through a known
+	// release's table (stock.go).
+	stock *stockRuntime
+
+	stacks stackInfo // for states read from the stacks (states.go)
+
+	relOnce sync.Once
+	rel     *release // the known release the runtime is (see release)
 }
 
 var _ omprt.Runtime = (*Runtime)(nil)
@@ -71,19 +80,25 @@ func Open(t target.Target) (omprt.Runtime, error) {
 		// its debug information, if the target has it.
 		r = &dwarfReader{t: t, ptr: ptr, int: uint64(sz.Int)}
 	} else if errors.Is(err2, target.ErrNotFound) {
-		if _, err3 := rt.sym("__kmpc_fork_call"); err3 == nil {
+		if fork, err3 := rt.sym("__kmpc_fork_call"); err3 == nil {
 			// The runtime is there (every LLVM runtime exports its
 			// compiler entry points) but its internal symbols, local
 			// ones, are not: it is stripped and the target found no
-			// separate debug information for it.
-			return nil, wrapErr(omprt.ErrIncompatible, err2, "open: the OpenMP runtime is loaded but has no symbol ompd_sizeof__kmp_info_t or __kmp_threads: it is stripped and no usable debug information was found for it (install its debug package, or point the target at its debug file or at a debuginfod server)")
-		}
-		if errors.Is(err2, target.ErrObjectMissing) {
+			// separate debug information for it. Read it as the known
+			// release it is, if it is one.
+			st, serr := openStock(t, rt, fork)
+			if serr != nil {
+				return nil, stockErr(st, serr, err2)
+			}
+			rt.stock = st
+			r = &knownReader{s: st, order: t.ByteOrder()}
+		} else if errors.Is(err2, target.ErrObjectMissing) {
 			// The runtime may be among the objects the target could not
 			// load: say so, rather than that there is none.
 			return nil, wrapErr(omprt.ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded")
+		} else {
+			return nil, errorf(omprt.ErrNoRuntime, "open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads")
 		}
-		return nil, errorf(omprt.ErrNoRuntime, "open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads")
 	} else {
 		return nil, wrapErr(omprt.ErrReadFailed, err2, "open: looking up __kmp_threads")
 	}
@@ -93,6 +108,11 @@ func Open(t target.Target) (omprt.Runtime, error) {
 	}
 	rt.l = l
 	rt.cur.Store(rt.newStop())
+	if rt.stock != nil {
+		if err := rt.confirmStock(); err != nil {
+			return nil, err
+		}
+	}
 	return rt, nil
 }
 
@@ -107,7 +127,14 @@ func (s symTarget) LookupSymbol(name string) (uint64, error) { return s.rt.sym(n
 
 // Info says this is LLVM's runtime and where its layout came from.
 func (rt *Runtime) Info() omprt.Info {
-	return omprt.Info{Name: Name, Layout: rt.l.source}
+	i := omprt.Info{Name: Name, Layout: rt.l.source}
+	if on, err := rt.stop().stateTracking(); err == nil && !on {
+		i.InfersStates = true
+	}
+	if rt.stock != nil {
+		i.Version = rt.stock.rel.version
+	}
+	return i
 }
 
 // Refresh drops everything read or decoded from target memory.
@@ -129,6 +156,9 @@ func (rt *Runtime) sym(name string) (uint64, error) {
 		return a, nil
 	}
 	a, err := rt.t.LookupSymbol(name)
+	if err != nil && rt.stock != nil && errors.Is(err, target.ErrNotFound) {
+		a, err = rt.stock.lookup(rt.t, name)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -10,10 +10,24 @@ import (
 
 // needOMPD fails for what only a runtime built with OMPD support has.
 func (rt *Runtime) needOMPD(what string) error {
-	if rt.l.source != omprt.LayoutOMPDTables {
+	if !rt.hasOMPD() {
 		return errorf(omprt.ErrUnsupported, "%s: the runtime is built without OMPD support", what)
 	}
 	return nil
+}
+
+// hasOMPD reports whether the runtime is built with OMPD support: it has
+// OMPD tables, or (a stripped runtime read through a known release's
+// table) its code leads to ompd_state.
+func (rt *Runtime) hasOMPD() bool {
+	switch rt.l.source {
+	case omprt.LayoutOMPDTables:
+		return true
+	case omprt.LayoutKnownTable:
+		_, err := rt.sym("ompd_state")
+		return err == nil
+	}
+	return false
 }
 
 // funcSym looks up a function of the runtime that LLVM 13-16 compile as

@@ -368,7 +368,7 @@ func (s *stop) threadByTLS(lwp uint64) (omprt.ThreadRef, error) {
 // frames (ompd_state nonzero, as OMP_DEBUG=enabled makes it).
 func (s *stop) stateTracking() (bool, error) {
 	return s.tracking.get(func() (bool, error) {
-		if s.rt.l.source != omprt.LayoutOMPDTables {
+		if !s.rt.hasOMPD() {
 			return false, nil // no OMPD support: no ompd_state, no tracking for debuggers
 		}
 		v, err := s.rt.global("ompd_state", 8, false)
@@ -419,9 +419,12 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	v := tt.infos[pos]
 	s.threadOSIDs(d, v)
 	d.Num = int(v.FI(l.thTid))
-	s.threadState(rec, v)
+	infer := s.threadState(rec, v)
 	if d.Pthread == 0 {
 		threadStarting(d)
+		if infer {
+			d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(r), ": state")
+		}
 		return rec
 	}
 	// The innermost region: the thread's team, at its innermost level.
@@ -437,6 +440,14 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
 	if !idle {
 		s.bindMoment(d)
+	}
+	if infer {
+		// Work in a teams league's body is work in parallel, as the
+		// runtime records it (__kmp_fork_call sets work_parallel for
+		// it): the body is the implicit task of __kmp_teams_master.
+		parallel := d.RegionErr == nil && d.Region.Level > 0 || d.LeagueErr == nil && d.NumTeams > 1
+		d.State, d.StateErr = s.inferState(r, d.LWP, parallel, team == 0 || idle)
+		d.StateInferred = d.StateErr == nil
 	}
 	if d.TaskErr == nil {
 		rec.task = s.taskRec(d.Task)
@@ -461,16 +472,18 @@ func (s *stop) threadOSIDs(d *omprt.ThreadData, v view) {
 }
 
 // threadState fills the thread's state and wait id from its kmp_info_t
-// v, where the runtime tracks them.
-func (s *stop) threadState(rec *threadRec, v view) {
+// v, where the runtime tracks them; infer says it does not, and the state
+// is to be read from the thread's stack once its place is known.
+func (s *stop) threadState(rec *threadRec, v view) (infer bool) {
 	l, d := s.rt.l, &rec.data
 	if on, err := s.stateTracking(); err != nil {
 		d.StateErr = err
 	} else if !on {
-		d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(d.Ref), ": state")
+		return true
 	} else {
 		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
 	}
+	return false
 }
 
 // threadStarting fills what a thread the runtime is still starting (no

@@ -166,9 +166,10 @@ func (rt *Runtime) tuningSettings(out map[string]string) {
 		out["KMP_CONSISTENCY_CHECK"] = map[bool]string{true: "all", false: "none"}[v != 0]
 	}
 	if v, ok := i32("__kmp_hidden_helper_threads_num"); ok {
-		// The runtime counts the hidden helper team's primary thread in
-		// and prints only its workers.
-		if v != 0 {
+		// LLVM 15 and later count the hidden helper team's primary
+		// thread in and print only its workers; older releases print
+		// the count.
+		if v != 0 && !rt.before(15) {
 			v--
 		}
 		out["LIBOMP_NUM_HIDDEN_HELPER_THREADS"] = strconv.FormatInt(v, 10)

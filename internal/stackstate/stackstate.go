@@ -317,3 +317,23 @@ func CallTarget(mem Memory, loc target.CodeLocator, f *Frame) (target.CodeLocati
 	}
 	return target.CodeLocation{}, false
 }
+
+// CallAddr returns the address a frame of the program called, as
+// CallTarget finds it (through a PLT stub too), whether or not a symbol
+// names it: a stripped library's internal functions have none, and a
+// runtime package that knows them by address names them itself. f must be
+// a caller frame.
+func CallAddr(mem Memory, f *Frame) (uint64, bool) {
+	a := arch.Numbered(f.Regs.Machine)
+	if !f.Caller || a == nil {
+		return 0, false
+	}
+	to, ok := a.CallTarget(f.PC, mem.Read)
+	if !ok {
+		return 0, false
+	}
+	if via, ok := a.PLTTarget(to, mem.Read); ok {
+		return via, true
+	}
+	return to, true
+}

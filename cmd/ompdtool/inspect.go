@@ -215,6 +215,9 @@ func sourceOf(t target.Target) func(pc uint64) string {
 func (o *options) inspect(ctx context.Context, t target.Target, out io.Writer) error {
 	s, sum, err := o.read(ctx, t, 0)
 	if err != nil {
+		if unreadable(err) && !o.json {
+			o.printOSThreads(ctx, t, out)
+		}
 		return err
 	}
 	switch {

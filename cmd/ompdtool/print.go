@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,10 +40,7 @@ func printText(w io.Writer, s *ompd.Snapshot, sum *summary.Summary, v view) erro
 }
 
 func printHeader(w io.Writer, s *ompd.Snapshot) {
-	states := "state tracking " + onOff(s.StateTracking)
-	if s.StatesInferred {
-		states = "states inferred from the stacks"
-	}
+	states := trackingNote(s)
 	name := s.Runtime
 	if s.RuntimeVersion != "" {
 		name += " " + s.RuntimeVersion
@@ -282,11 +280,24 @@ func printFrames(w io.Writer, t ompd.ThreadSnapshot) {
 	}
 }
 
-func onOff(b bool) string {
-	if b {
-		return "on"
+// trackingNote says whether the runtime records thread states, and if it
+// does not, why and how the states shown were had: the hint to start the
+// program with OMP_DEBUG=enabled only where that would change something.
+func trackingNote(s *ompd.Snapshot) string {
+	noOMPD := slices.ContainsFunc(s.Unsupported, func(u string) bool { return strings.Contains(u, "built without OMPD support") })
+	switch {
+	case s.StateTracking:
+		return "state tracking on"
+	case !s.StatesInferred && noOMPD:
+		return "state tracking off (the runtime is built without OMPD support)"
+	case !s.StatesInferred:
+		return "state tracking off (start the program with OMP_DEBUG=enabled)"
+	case noOMPD:
+		return "states inferred from the stacks (the runtime is built without OMPD support: it records none, whatever OMP_DEBUG says)"
+	case strings.HasPrefix(s.Runtime, "LLVM"):
+		return "states inferred from the stacks (the runtime records them only when the program is started with OMP_DEBUG=enabled)"
 	}
-	return "off (start the program with OMP_DEBUG=enabled)"
+	return "states inferred from the stacks"
 }
 
 func plural(n int) string {

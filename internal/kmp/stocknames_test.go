@@ -17,7 +17,8 @@ import (
 // that internal/kmp/gen records how to find it in a stripped runtime. The
 // OMPD tables' entries come from the runtime's own ompd_init, __kmp_gtid
 // (a thread-local variable) and __kmpc_fork_call (exported) from the
-// dynamic symbol table.
+// dynamic symbol table. moment.go names functions it meets in the stacks
+// of threads at breakpoints; it looks none up.
 func TestStockNamesComplete(t *testing.T) {
 	name := regexp.MustCompile(`^(__kmp_[a-z0-9_]+|ompd_[a-z0-9_]+)$`)
 	dynamic := map[string]bool{"__kmp_gtid": true}
@@ -27,7 +28,7 @@ func TestStockNamesComplete(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") || file == "known_releases.go" {
+		if strings.HasSuffix(file, "_test.go") || file == "known_releases.go" || file == "moment.go" {
 			continue
 		}
 		src, err := os.ReadFile(file)

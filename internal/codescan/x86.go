@@ -39,14 +39,7 @@ func (x86) Scan(code []byte, pc uint64, yield func(Ref) bool) int {
 			// A constant stored, or ORed, through the register that
 			// holds the address just taken.
 			if m, ok := in.Args[0].(x86asm.Mem); ok && m.Base == pendingReg && m.Index == 0 && m.Disp == 0 {
-				if imm, ok := in.Args[1].(x86asm.Imm); ok {
-					switch in.Op {
-					case x86asm.MOV:
-						pendingRef.Store, pendingRef.Imm = true, int64(imm)
-					case x86asm.OR:
-						pendingRef.Or, pendingRef.Imm = true, int64(imm)
-					}
-				}
+				setStore(&pendingRef, &in)
 			}
 			if !flush() {
 				return off
@@ -75,14 +68,7 @@ func (x86) Scan(code []byte, pc uint64, yield func(Ref) bool) int {
 			// zero-extended.
 			r := Ref{Kind: Data, PC: at, Target: uint64(int64(next) + int64(int32(m.Disp))), Shape: sh.sum()}
 			if i == 0 {
-				if imm, ok := in.Args[1].(x86asm.Imm); ok {
-					switch in.Op {
-					case x86asm.MOV:
-						r.Store, r.Imm = true, int64(imm)
-					case x86asm.OR:
-						r.Or, r.Imm = true, int64(imm)
-					}
-				}
+				setStore(&r, &in)
 			}
 			if in.Op == x86asm.LEA {
 				if reg, ok := in.Args[0].(x86asm.Reg); ok {
@@ -98,6 +84,21 @@ func (x86) Scan(code []byte, pc uint64, yield func(Ref) bool) int {
 	}
 	flush()
 	return off
+}
+
+// setStore marks r as stored into (or ORed into) by in, a MOV (OR) of a
+// constant to the memory its first operand addresses.
+func setStore(r *Ref, in *x86asm.Inst) {
+	imm, ok := in.Args[1].(x86asm.Imm)
+	if !ok {
+		return
+	}
+	switch in.Op {
+	case x86asm.MOV:
+		r.Store, r.Imm = true, int64(imm)
+	case x86asm.OR:
+		r.Or, r.Imm = true, int64(imm)
+	}
 }
 
 // describe writes what Shape keeps of an instruction: its operation and

@@ -2,7 +2,6 @@ package gomp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -98,15 +97,8 @@ var tailWaits = map[string]int64{
 // readStack unwinds a thread and reads its stack.
 func (r *Runtime) readStack(th *thread) stackInfo {
 	var si stackInfo
-	st, err := stackstate.Read(context.Background(), r.t, th.os.ID, tables, maxFrames)
-	if err == nil && len(st.Frames) == 0 {
-		err = st.End
-	}
+	st, why, err := stackstate.ReadWhy(context.Background(), r.t, th.os.ID, tables, maxFrames)
 	if err != nil {
-		why := "its stack cannot be read"
-		if errors.Is(err, target.ErrUnsupported) {
-			why = "the target cannot place code addresses in functions"
-		}
 		si.stateErr = unknown(th, why, err)
 		return si
 	}

@@ -2,7 +2,6 @@ package kmp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -154,15 +153,8 @@ func (s *stop) inferState(r omprt.ThreadRef, lwp uint64, parallel, between bool)
 	if si.loc == nil {
 		return 0, unknown("the target cannot place code addresses in functions", nil)
 	}
-	st, err := stackstate.Read(context.Background(), rt.t, lwp, si.tables, maxFrames)
-	if err == nil && len(st.Frames) == 0 {
-		err = st.End
-	}
+	st, why, err := stackstate.ReadWhy(context.Background(), rt.t, lwp, si.tables, maxFrames)
 	if err != nil {
-		why := "its stack cannot be read"
-		if errors.Is(err, target.ErrUnsupported) {
-			why = "the target cannot place code addresses in functions"
-		}
 		return 0, unknown(why, err)
 	}
 	rt.nameFrames(si, st)

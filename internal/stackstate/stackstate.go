@@ -29,6 +29,7 @@ package stackstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -137,6 +138,25 @@ func Read(ctx context.Context, t target.Target, tid uint64, tb *Tables, maxFrame
 		return nil, err
 	}
 	return Place(st, loc, tb), nil
+}
+
+// ReadWhy is Read for a state reading: a stack with no frame is an error
+// too (its walk's end), and an error comes with why in a few words for
+// the state's StateUnknown reason ("its stack cannot be read", or the
+// target cannot place code).
+func ReadWhy(ctx context.Context, t target.Target, tid uint64, tb *Tables, maxFrames int) (*Stack, string, error) {
+	st, err := Read(ctx, t, tid, tb, maxFrames)
+	if err == nil && len(st.Frames) == 0 {
+		err = st.End
+	}
+	if err != nil {
+		why := "its stack cannot be read"
+		if errors.Is(err, target.ErrUnsupported) {
+			why = "the target cannot place code addresses in functions"
+		}
+		return nil, why, err
+	}
+	return st, "", nil
 }
 
 // Place places the frames of an unwound stack with loc and tb.

@@ -75,7 +75,7 @@ func openStock(t *testing.T, stop *fixtures.Stop) *ompd.AddressSpace {
 func TestStockRuntimes(t *testing.T) {
 	for _, info := range fixtures.StockRuntimes(t) {
 		for _, name := range stockNames {
-			t.Run(fmt.Sprintf("%d/%s", info.Stock.Major, name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-%d/%s", info.Stock.Suite, info.Stock.Major, name), func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info, name)
 				ompdtest.CheckTruth(t, openStock(t, stop), stop.Truth)
 			})
@@ -91,7 +91,7 @@ func TestStockRuntimesUntracked(t *testing.T) {
 	for _, info := range fixtures.StockRuntimes(t) {
 		info := info.WithoutOMPDebug()
 		for _, name := range stockNames {
-			t.Run(fmt.Sprintf("%d/%s", info.Stock.Major, name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-%d/%s", info.Stock.Suite, info.Stock.Major, name), func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info, name)
 				ompdtest.CheckUntracked(t, openStock(t, stop), stop.Truth)
 			})

@@ -18,7 +18,10 @@
 #                          version (the package's), lib (the directory of
 #                          libomp.so.5 and libomp.so, under root/), include
 #                          (the directory of omp.h), buildid (the runtime's
-#                          GNU build-id); written last
+#                          GNU build-id); for a suite other than the
+#                          machine's own, libc (the directory of its C
+#                          library) and interp (its dynamic linker), both
+#                          under root/, from its libc6; written last
 # An entry whose info is there is not fetched again. It takes a few seconds
 # (about 1 MB per package). Concurrent runs wait for each other (flock on
 # the cache directory's .lock).
@@ -30,15 +33,17 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=apt-src.sh
 . "$here/apt-src.sh"
 
-# suite major: the releases the machine's own suite (bookworm) ships
-# libomp5 for. (trixie's libomp5-18 and -19 need glibc 2.38: they do not
-# run on bookworm.)
+# suite major: the releases bookworm and trixie ship libomp5 for. trixie's
+# need glibc 2.38: with them comes trixie's libc6, unpacked too, which the
+# programs built against them run on (their dynamic linker and C library).
 STOCK=(
 	"bookworm 13"
 	"bookworm 14"
 	"bookworm 15"
 	"bookworm 16"
 	"bookworm 19"
+	"trixie 18"
+	"trixie 19"
 )
 
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/ompd-go"
@@ -104,8 +109,11 @@ for s in "${STOCK[@]}"; do
 	rm -rf "$dl" "$out"
 	mkdir -p "$dl"
 	log "fetching libomp5-$major and libomp-$major-dev ($suite)"
+	pkgs=("libomp5-$major" "libomp-$major-dev")
+	own=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[[ "$suite" == "$own" ]] || pkgs+=(libc6)
 	(cd "$dl" && apt-get "${APT_SRC_OPTS[@]}" -o Dir::State::status=/dev/null \
-		download "libomp5-$major" "libomp-$major-dev" >/dev/null 2>"$dl/download.log") ||
+		download "${pkgs[@]}" >/dev/null 2>"$dl/download.log") ||
 		{ cat "$dl/download.log" >&2; exit 1; }
 	mkdir -p "$out/root"
 	for deb in "$dl"/*.deb; do dpkg -x "$deb" "$out/root"; done
@@ -117,6 +125,12 @@ for s in "${STOCK[@]}"; do
 	[[ -e "$libdir/libomp.so" ]] || ln -s libomp.so.5 "$libdir/libomp.so"
 	id=$(readelf -n "$so" | sed -n 's/.*Build ID: *//p' | head -1)
 	[[ -n "$id" ]] || { log "$so has no build-id"; exit 1; }
+	libc="" interp=""
+	if [[ "$suite" != "$own" ]]; then
+		libc=$(find "$out/root" -name libc.so.6 | head -1)
+		interp=$(find "$out/root" -name 'ld-linux-x86-64.so.2' -type f | head -1)
+		[[ -n "$libc" && -n "$interp" ]] || { log "no C library or dynamic linker in $suite's libc6"; exit 1; }
+	fi
 	rm -rf "$dl"
 	{
 		echo "package=libomp5-$major"
@@ -124,6 +138,10 @@ for s in "${STOCK[@]}"; do
 		echo "lib=${libdir#"$out/"}"
 		echo "include=$(dirname "${hdr#"$out/"}")"
 		echo "buildid=$id"
+		if [[ -n "$libc" ]]; then
+			echo "libc=$(dirname "${libc#"$out/"}")"
+			echo "interp=${interp#"$out/"}"
+		fi
 	} >"$out/info.tmp"
 	mv "$out/info.tmp" "$out/info"
 	log "unpacked libomp5-$major $version ($id)"

@@ -84,6 +84,12 @@ func TestShapes(t *testing.T) {
 	s1, s2 := scanAll(t, pre1, 0x1000), scanAll(t, pre2[2:], 0x1002)
 	assert.Equal(t, s1[0].Shape, s2[0].Shape, "what lies before the window does not count")
 	assert.NotEqual(t, s1[0].Shape, ra[0].Shape, "what lies in the window does")
+
+	// A CET marker (endbr64) at the start leaves the shapes alone.
+	cet := scanAll(t, append([]byte{0xf3, 0x0f, 0x1e, 0xfa}, a...), 0x1000)
+	require.Len(t, cet, 1)
+	assert.Equal(t, ra[0].Shape, cet[0].Shape)
+	assert.Equal(t, ra[0].Target+4, cet[0].Target, "and the addresses after it right")
 }
 
 // Follow walks a path through a call to the address a function takes;

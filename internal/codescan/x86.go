@@ -25,6 +25,13 @@ func (x86) Scan(code []byte, pc uint64, yield func(Ref) bool) int {
 	}
 	off := 0
 	for off < len(code) {
+		if isEndbr(code[off:]) {
+			// A CET branch target marker (hardened builds put one at
+			// every function's start): no part of the code's shape,
+			// so that a build with them and one without match.
+			off += 4
+			continue
+		}
 		in, err := x86asm.Decode(code[off:], 64)
 		if err != nil || in.Len == 0 {
 			break
@@ -84,6 +91,12 @@ func (x86) Scan(code []byte, pc uint64, yield func(Ref) bool) int {
 	}
 	flush()
 	return off
+}
+
+// isEndbr reports whether b starts with endbr64 or endbr32 (f3 0f 1e fa,
+// f3 0f 1e fb), which x86asm does not decode as one instruction.
+func isEndbr(b []byte) bool {
+	return len(b) >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb)
 }
 
 // setStore marks r as stored into (or ORed into) by in, a MOV (OR) of a

@@ -706,6 +706,12 @@ var StaleWithoutDWARF = []string{"KMP_AFFINITY", "KMP_DYNAMIC_MODE", "KMP_HIDDEN
 // a runtime marks stale are allowed to be.
 var StaleBefore19 = []string{"KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_HIDDEN_HELPER_AFFINITY", "OMP_PLACES"}
 
+// StaleIn18 is the display control variable ompd-go marks stale on
+// trixie's stripped LLVM 18, which Debian built with clang 18 and the
+// known table's build with clang 19: the code of its settings differs
+// enough that no path of the table finds __kmp_storage_map_verbose_specified.
+var StaleIn18 = []string{"KMP_STORAGE_MAP"}
+
 // StaleDisplayNames returns the names of the variables in vars marked
 // stale, sorted, and the names allowed to be: StaleDisplayVars, plus
 // StaleWithoutDWARF when every one of those is stale.
@@ -766,7 +772,11 @@ func checkDisplay(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth) {
 	}
 	names, want := StaleDisplayNames(vars)
 	if release(as) < 19 {
-		for _, n := range StaleBefore19 {
+		allowed := StaleBefore19
+		if release(as) == 18 {
+			allowed = append(slices.Clone(allowed), StaleIn18...)
+		}
+		for _, n := range allowed {
 			if slices.Contains(names, n) && !slices.Contains(want, n) {
 				want = append(want, n)
 			}

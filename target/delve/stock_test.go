@@ -38,7 +38,7 @@ func (s stockCheck) LookupSymbol(name string) (uint64, error) {
 func TestLaunchStock(t *testing.T) {
 	for _, info := range fixtures.StockRuntimes(t) {
 		for _, tracked := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%d/tracked=%v", info.Stock.Major, tracked), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-%d/tracked=%v", info.Stock.Suite, info.Stock.Major, tracked), func(t *testing.T) {
 				in := info
 				var extra []string
 				if !tracked {

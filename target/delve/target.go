@@ -15,6 +15,7 @@ import (
 	"github.com/ompd-go/ompd/internal/liveobj"
 	"github.com/ompd-go/ompd/internal/objfile"
 	"github.com/ompd-go/ompd/internal/pagecache"
+	"github.com/ompd-go/ompd/internal/procfs"
 	"github.com/ompd-go/ompd/target"
 )
 
@@ -237,7 +238,7 @@ func (t *Target) ReadMemoryVec(buf []byte, addrs []uint64, size int) (int, error
 	if err := t.aliveLocked(); err != nil {
 		return 0, &target.ReadError{Addr: addrs[0], Size: size, Err: errjoin.Join(target.ErrNoMemory, err)}
 	}
-	n, err := readVectored(t.dt.Pid(), buf, addrs, size)
+	n, err := procfs.ReadVectored(t.dt.Pid(), buf, addrs, size)
 	if err != nil && n == 0 {
 		return 0, &target.ReadError{Addr: addrs[0], Size: size, Err: fmt.Errorf("%w: %w", target.ErrNoMemory, err)}
 	}
@@ -362,7 +363,7 @@ func (t *Target) glibcPointersLocked(list []proc.Thread) map[uint64]uint64 {
 		}
 		if len(addrs) == len(list) {
 			buf := make([]byte, 4*len(addrs))
-			if n, err := readVectored(t.dt.Pid(), buf, addrs, 4); err == nil && n == len(addrs) {
+			if n, err := procfs.ReadVectored(t.dt.Pid(), buf, addrs, 4); err == nil && n == len(addrs) {
 				same := true
 				for i, th := range list {
 					if binary.LittleEndian.Uint32(buf[4*i:]) != uint32(th.ThreadID()) {

@@ -1,6 +1,8 @@
-package delve
+package procfs
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -8,13 +10,13 @@ import (
 // process_vm_readv call takes.
 const maxIov = 1024
 
-// readVectored reads the remote ranges at addrs, size bytes each, into
+// ReadVectored reads the remote ranges at addrs, size bytes each, into
 // consecutive size-byte slots of buf (len(buf) >= len(addrs)*size) with
 // as few process_vm_readv calls as possible, and returns how many of the
 // ranges, from the first, were read whole: the transfer stops at the first
-// range that is not mapped. It reads process memory without Delve's ptrace
-// thread, which process_vm_readv does not need.
-func readVectored(pid int, buf []byte, addrs []uint64, size int) (int, error) {
+// range that is not mapped. process_vm_readv needs no ptrace stop, nor the
+// tracer's thread.
+func ReadVectored(pid int, buf []byte, addrs []uint64, size int) (int, error) {
 	done := 0
 	for done < len(addrs) {
 		k := min(len(addrs)-done, maxIov)
@@ -38,4 +40,23 @@ func readVectored(pid int, buf []byte, addrs []uint64, size int) (int, error) {
 		}
 	}
 	return done, nil
+}
+
+// ReadMemory fills buf with process pid's memory at addr, in one
+// process_vm_readv call; a short read is an error.
+func ReadMemory(pid int, buf []byte, addr uint64) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil {
+		return err
+	}
+	if n != len(buf) {
+		return fmt.Errorf("short read (%d of %d bytes)", n, len(buf))
+	}
+	return nil
 }

@@ -4,7 +4,8 @@
 # directory, every daemon stopped by its pid file.
 #
 #   scripts/slurm-cluster.sh install      install the packages (Slurm, munge,
-#                                         Open MPI, PMIx) that are missing
+#                                         Open MPI, PMIx, MPICH, strace) that
+#                                         are missing
 #   scripts/slurm-cluster.sh start DIR    start munged, slurmctld and slurmd
 #                                         n1..n4 with their state in DIR (made
 #                                         fresh; ports from SLURM_CLUSTER_PORT,
@@ -14,7 +15,7 @@
 # Clients only need SLURM_CONF=DIR/slurm.conf in their environment.
 set -euo pipefail
 
-packages=(slurmctld slurmd slurm-client munge libpmix2 openmpi-bin libopenmpi-dev)
+packages=(slurmctld slurmd slurm-client munge libpmix2 openmpi-bin libopenmpi-dev mpich libmpich-dev strace)
 
 install() {
 	local p need=()
@@ -125,8 +126,13 @@ start() {
 	for n in 1 2 3 4; do
 		mkdir -p "$dir/spool/n$n" "$dir/tmp/n$n"
 	done
+	# Job ids from a random start: two clusters on one machine (two test
+	# runs) do not number their jobs alike, so that nothing that goes by
+	# a job's id can take one's processes for the other's.
+	local firstjob=$((1000 + RANDOM * 30))
 	cat >"$dir/slurm.conf" <<EOF
 ClusterName=ompdtest
+FirstJobId=$firstjob
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$base
 SlurmUser=root

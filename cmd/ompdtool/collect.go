@@ -17,24 +17,26 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/ompd-go/ompd/internal/procfs"
+	"github.com/ompd-go/ompd/internal/seize"
 	"github.com/ompd-go/ompd/internal/summary"
-	"github.com/ompd-go/ompd/target/delve"
+	"github.com/ompd-go/ompd/internal/targetopt"
 )
 
 func collectMode() mode {
 	return mode{
 		synopsis: "collect [flags] [-job JOBID[.STEP]] [-node NAME] [PID...]",
-		about: "Attach briefly to each MPI rank of a job on this node, take its OpenMP state\n" +
-			"and stacks, detach (leaving it running as it was) and write one JSON line per\n" +
-			"rank (rank, host, pid, runtime, every thread's state, regions, task, frames).\n" +
-			"The processes are the PIDs given, or those `scontrol listpids JOBID.STEP NODE`\n" +
-			"lists, or (-job JOBID) every process of this node whose environment names the\n" +
-			"job and a rank (SLURM_PROCID; PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK outside\n" +
-			"Slurm) and that has an OpenMP runtime loaded; with -job JOBID, every task\n" +
-			"`scontrol listpids JOBID NODE` lists that the scan misses (another user's,\n" +
-			"gone) is reported too. A rank that cannot be read gets a line with its\n" +
-			"error; the others are still read. -merged writes one line of\n" +
-			"already-merged classes instead, for `ompdtool merge` to merge again.",
+		about: "Stop each MPI rank of a job on this node briefly (PTRACE_SEIZE: never with a signal,\n" +
+			"so a rank runs on whatever becomes of the collector), take its OpenMP state\n" +
+			"and stacks, let it go and write one JSON line per rank (rank, host, pid,\n" +
+			"runtime, every thread's state, regions, task, frames). The processes are the\n" +
+			"PIDs given (the rank from PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or\n" +
+			"SLURM_PROCID in the environment), or the job's that `scontrol listpids\n" +
+			"JOBID[.STEP] NODE` lists: each task with an OpenMP runtime loaded in it or a\n" +
+			"child, never a process that merely carries the job's variables. A rank\n" +
+			"that cannot be read gets a line with its error; the others are still read.\n" +
+			"-merged writes one line of already-merged classes instead, for\n" +
+			"`ompdtool merge` to merge again.",
 		flags: flagsCommon | flagsCollect,
 		live:  true,
 		run:   runCollect,
@@ -48,6 +50,10 @@ var rankVars = []string{"SLURM_PROCID", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PM
 // beforeRead, when set (by a test), is called before each rank is read,
 // once the ranks read before it (with -parallel 1, all of them) are done.
 var beforeRead func(rankProc)
+
+// afterAttach, when set (by a test), is called with each rank seized and
+// stopped, before it is read.
+var afterAttach func(ctx context.Context, p rankProc)
 
 // rankProc is a process of a job to read.
 type rankProc struct {
@@ -128,20 +134,37 @@ func runCollect(ctx context.Context, o *options, args []string, out io.Writer) e
 	return nil
 }
 
-// collectOne attaches to one process, reads it and detaches.
+// collectOne seizes one process, reads it and lets it go. The process is
+// never stopped by a signal (see package seize): whatever becomes of the
+// collector (killed with its step), the rank runs on.
 func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 	rec := summary.Record{Rank: p.rank, Host: p.host, PID: p.pid}
 	if p.err != "" {
 		rec.Error = p.err
 		return rec
 	}
-	proc, err := delve.Attach(ctx, p.pid, o.liveOptions(ctx)...)
+	debug := targetopt.Debug{Debuginfod: o.debuginfod(), Ctx: ctx}
+	if len(o.debugDirs) > 0 {
+		debug.SetDirs(o.debugDirs...)
+	}
+	proc, err := seize.Attach(ctx, p.pid, debug.ObjOptions()...)
 	if err != nil {
 		rec.Error = attachError(p.pid, err).Error()
 		return rec
 	}
+	if afterAttach != nil {
+		afterAttach(ctx, p)
+	}
 	s, _, err := o.read(ctx, proc, p.rank)
-	if derr := proc.Detach(false); err == nil && derr != nil {
+	derr := proc.Detach()
+	switch {
+	case errors.Is(derr, seize.ErrExited) && (err != nil || len(s.Errors) > 0):
+		// It ended while it was read: what was read is not its state.
+		err = derr
+	case errors.Is(derr, seize.ErrExited):
+		// It ended right after it was read whole: the snapshot stands.
+		o.progressf("collect: rank %d (process %d) ended right after it was read", p.rank, p.pid)
+	case err == nil && derr != nil:
 		err = fmt.Errorf("detaching: %w", derr)
 	}
 	if err != nil {
@@ -171,11 +194,14 @@ func attachError(pid int, err error) error {
 
 // attachErrorYama is attachError with Yama's ptrace_scope file at yama.
 func attachErrorYama(pid int, err error, yama string) error {
-	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(serr, os.ErrNotExist) || errors.Is(err, delve.ErrExited) || errors.Is(err, syscall.ESRCH) {
+	if errors.Is(err, seize.ErrTraced) {
+		return err // it names the tracer
+	}
+	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(serr, os.ErrNotExist) || errors.Is(err, seize.ErrExited) || errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("process %d is gone (it ended or was killed): %w", pid, err)
 	}
 	// An exited process not reaped yet refuses ptrace with EPERM too.
-	if state, _, ok := procStat(fmt.Sprintf("/proc/%d", pid)); ok && (state == 'Z' || state == 'X') {
+	if procfs.Gone(fmt.Sprintf("/proc/%d", pid)) {
 		return fmt.Errorf("process %d is gone (it exited; not reaped yet): %w", pid, err)
 	}
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "operation not permitted") {
@@ -249,36 +275,27 @@ func (o *options) findProcs(ctx context.Context, pids []string) ([]rankProc, err
 	if o.job == "" {
 		return nil, usagef("collect", "give -job JOBID[.STEP] or process ids")
 	}
-	job, step, hasStep := strings.Cut(o.job, ".")
+	job, _, hasStep := strings.Cut(o.job, ".")
 	if _, err := strconv.Atoi(job); err != nil {
 		return nil, usagef("collect", "bad job id %q", o.job)
 	}
-	if hasStep {
-		if o.node == "" && os.Getenv("SLURMD_NODENAME") == "" {
-			return nil, usagef("collect", "-job JOBID.STEP needs -node NAME (or SLURMD_NODENAME)")
-		}
-		tasks, err := listTasks(ctx, job+"."+step, host)
-		if err != nil {
-			return nil, err
-		}
-		return stepRanks(tasks, host), nil
+	if hasStep && o.node == "" && os.Getenv("SLURMD_NODENAME") == "" {
+		return nil, usagef("collect", "-job JOBID.STEP needs -node NAME (or SLURMD_NODENAME)")
 	}
-	ownStep := os.Getenv("SLURM_STEP_ID")
-	// The tasks Slurm started on this node, listed before the scan so
-	// that a task the scan misses was there to find.
-	tasks, lerr := listTasks(ctx, job, host)
-	if errors.Is(lerr, errNoSteps) {
-		tasks, lerr = nil, nil
+	// Slurm says which processes are the job's here: the ranks are
+	// among them, whatever other processes carry in their environment.
+	tasks, err := listTasks(ctx, o.job, host)
+	if errors.Is(err, errNoSteps) && !hasStep {
+		return nil, nil
 	}
-	procs, err := scanProcs("/proc", job, host, ownStep, os.Getpid())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: the job's processes on this node cannot be told from others", err)
 	}
-	if lerr != nil {
-		o.progressf("collect: %v: ranks whose processes this user cannot read are not reported", lerr)
-		return procs, nil
+	ownStep := ""
+	if !hasStep && os.Getenv("SLURM_JOB_ID") == job {
+		ownStep = os.Getenv("SLURM_STEP_ID")
 	}
-	return missingTasks("/proc", host, procs, tasks, ownStep), nil
+	return taskRanks("/proc", host, tasks, ownStep), nil
 }
 
 // slurmTask is a process of a job step on a node, as `scontrol listpids`
@@ -336,44 +353,89 @@ func parseTasks(b []byte) ([]slurmTask, error) {
 	return tasks, sc.Err()
 }
 
-// missingTasks adds to procs, found by scanning procDir, the tasks of the
-// job's steps (numbered ones other than ownStep) on this node that the scan
-// did not find, so that no rank goes unreported: a task whose process (or
-// a child of it) cannot be read (another user's, or made not dumpable),
-// or that is gone, is read anyway, which says why it fails; a task of a
-// step whose other tasks here have OpenMP gets an error saying it has
-// none. The tasks of steps without OpenMP on this node (the batch
-// script, a step of tools) are left out.
-func missingTasks(procDir, host string, procs []rankProc, tasks []slurmTask, ownStep string) []rankProc {
-	found := map[int]bool{} // ranks
-	pids := map[int]bool{}
-	for _, p := range procs {
-		found[p.rank] = true
-		pids[p.pid] = true
+// taskRanks finds the ranks among the processes of a job's steps on this
+// node that scontrol listpids lists (tasks, with their rank, and their
+// children), under procDir, leaving out the collector's own step
+// (ownStep). Only these are ever read: a process that merely carries the
+// job's variables in its environment is not the job's.
+//
+// A task's rank is its process, or the last started of it and its children
+// that has an OpenMP runtime loaded (a wrapper's child); a child that an
+// MPI launcher gave a rank (PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK: one
+// of the ranks an mpirun inside the job started) is that rank. A task that cannot be looked into (another
+// user's, or made not dumpable), or whose processes are all gone, is read
+// anyway, which says why it fails; one of a step whose other tasks here
+// have OpenMP gets an error saying it has none. The steps without OpenMP
+// (the batch script, a step of tools) give no rank; of the batch step,
+// the processes with OpenMP and a rank variable are ranks (an mpirun
+// there starts its node's ranks itself).
+func taskRanks(procDir, host string, tasks []slurmTask, ownStep string) []rankProc {
+	type look struct {
+		unreadable, gone bool
+		omp              bool
+		mpiRank          int // the rank an MPI launcher gave it, -1 if none
 	}
-	ompSteps := map[string]bool{} // steps with a rank found here
+	looks := map[int]look{}
+	lookAt := func(pid int) look {
+		if l, ok := looks[pid]; ok {
+			return l
+		}
+		dir := filepath.Join(procDir, strconv.Itoa(pid))
+		l := look{mpiRank: -1}
+		env, err := readEnv(filepath.Join(dir, "environ"))
+		switch {
+		case errors.Is(err, os.ErrPermission):
+			l.unreadable = true
+		case err != nil || procfs.Gone(dir):
+			l.gone = true
+		default:
+			if maps, err := os.ReadFile(filepath.Join(dir, "maps")); err == nil && hasOpenMP(maps) {
+				l.omp = true
+			}
+			if r, ok := envRank(env, rankVars[1:]...); ok {
+				l.mpiRank = r
+			}
+		}
+		looks[pid] = l
+		return l
+	}
 	byStep := map[string][]slurmTask{}
+	var steps []string
 	for _, t := range tasks {
-		if _, err := strconv.Atoi(t.step); err != nil || t.step == ownStep {
-			continue // batch, extern, the collector's own step
+		if t.step == ownStep {
+			continue
+		}
+		if _, ok := byStep[t.step]; !ok {
+			steps = append(steps, t.step)
 		}
 		byStep[t.step] = append(byStep[t.step], t)
-		if pids[t.pid] {
-			ompSteps[t.step] = true
-		}
-	}
-	steps := make([]string, 0, len(byStep))
-	for s := range byStep {
-		steps = append(steps, s)
 	}
 	sort.Strings(steps)
+	byRank := map[int]rankProc{}
+	add := func(p rankProc) {
+		if old, ok := byRank[p.rank]; !ok || (old.err != "" && p.err == "") || (p.err == "" && p.pid > old.pid) {
+			byRank[p.rank] = p
+		}
+	}
 	for _, step := range steps {
 		ts := byStep[step]
+		if _, err := strconv.Atoi(step); err != nil {
+			if step != "batch" {
+				continue // extern, a heterogeneous step's part
+			}
+			for _, t := range ts {
+				if l := lookAt(t.pid); l.omp && l.mpiRank >= 0 {
+					add(rankProc{pid: t.pid, rank: l.mpiRank, host: host})
+				}
+			}
+			continue
+		}
+		stepOMP := false
+		var pending []rankProc // tasks without OpenMP, if the step has some
 		for _, t := range ts {
-			if t.rank < 0 || found[t.rank] {
+			if t.rank < 0 {
 				continue
 			}
-			// The task and its children.
 			cands := []int{t.pid}
 			for _, c := range ts {
 				if c.rank < 0 && descends(procDir, c.pid, t.pid) {
@@ -382,136 +444,38 @@ func missingTasks(procDir, host string, procs []rankProc, tasks []slurmTask, own
 			}
 			var unreadable, gone, omp []int
 			for _, pid := range cands {
-				dir := filepath.Join(procDir, strconv.Itoa(pid))
-				_, err := readEnv(filepath.Join(dir, "environ"))
-				switch {
-				case errors.Is(err, os.ErrPermission):
+				switch l := lookAt(pid); {
+				case l.unreadable:
 					unreadable = append(unreadable, pid)
-				case err != nil || exited(dir):
+				case l.gone:
 					gone = append(gone, pid)
-				default:
-					if maps, err := os.ReadFile(filepath.Join(dir, "maps")); err == nil && hasOpenMP(maps) {
-						omp = append(omp, pid)
-					}
+				case l.omp:
+					omp = append(omp, pid)
 				}
 			}
-			p := rankProc{rank: t.rank, host: host}
 			switch {
 			case len(omp) > 0:
-				p.pid = omp[len(omp)-1]
+				stepOMP = true
+				for _, pid := range omp {
+					r := t.rank
+					if l := lookAt(pid); pid != t.pid && l.mpiRank >= 0 {
+						r = l.mpiRank
+					}
+					add(rankProc{pid: pid, rank: r, host: host})
+				}
 			case len(unreadable) > 0:
-				p.pid = unreadable[len(unreadable)-1]
-			case len(gone) == len(cands) && ompSteps[step]:
-				p.pid = t.pid
-			case ompSteps[step]:
-				p.pid = t.pid
-				p.err = fmt.Sprintf("process %d (task of step %s): no OpenMP runtime loaded in it or its children", t.pid, step)
+				add(rankProc{pid: unreadable[len(unreadable)-1], rank: t.rank, host: host})
+			case len(gone) == len(cands):
+				pending = append(pending, rankProc{pid: t.pid, rank: t.rank, host: host})
 			default:
-				continue
+				pending = append(pending, rankProc{pid: t.pid, rank: t.rank, host: host,
+					err: fmt.Sprintf("process %d (task of step %s): no OpenMP runtime loaded in it or its children", t.pid, step)})
 			}
-			found[t.rank] = true
-			procs = append(procs, p)
 		}
-	}
-	sort.Slice(procs, func(i, j int) bool { return procs[i].rank < procs[j].rank })
-	return procs
-}
-
-// procStat reads the state letter and the parent's pid from the stat file
-// of the /proc directory dir; ok is false when it cannot be read.
-func procStat(dir string) (state byte, ppid int, ok bool) {
-	st, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return 0, 0, false
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(st, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(st[i+1:]))
-	if len(f) < 2 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	if ppid, err = strconv.Atoi(f[1]); err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], ppid, true
-}
-
-// exited tells whether the process of /proc directory dir has exited
-// (a zombie not reaped yet), or is gone.
-func exited(dir string) bool {
-	state, _, ok := procStat(dir)
-	return !ok || state == 'Z' || state == 'X'
-}
-
-// descends tells whether process pid under procDir is a descendant of
-// process anc.
-func descends(procDir string, pid, anc int) bool {
-	for i := 0; i < 64 && pid > 1; i++ {
-		_, ppid, ok := procStat(filepath.Join(procDir, strconv.Itoa(pid)))
-		if !ok {
-			return false
-		}
-		if pid = ppid; pid == anc {
-			return true
-		}
-	}
-	return false
-}
-
-// stepRanks returns the tasks of tasks (not their children) as the ranks
-// on node host.
-func stepRanks(tasks []slurmTask, host string) []rankProc {
-	var procs []rankProc
-	for _, t := range tasks {
-		if t.rank >= 0 {
-			procs = append(procs, rankProc{pid: t.pid, rank: t.rank, host: host})
-		}
-	}
-	return procs
-}
-
-// scanProcs finds the ranks of job on node host among the processes under
-// procDir: a rank variable and the job's id in the environment, an OpenMP
-// runtime in the mappings, not of step ownStep (the collector's own) nor
-// process self. Where several processes claim a rank (a wrapper and its
-// child), the last started one that loaded OpenMP wins.
-func scanProcs(procDir, job, host, ownStep string, self int) ([]rankProc, error) {
-	ents, err := os.ReadDir(procDir)
-	if err != nil {
-		return nil, err
-	}
-	byRank := map[int]rankProc{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := readEnv(filepath.Join(procDir, e.Name(), "environ"))
-		if err != nil {
-			continue // another user's, or gone: missingTasks reports it
-		}
-		if env["SLURM_JOB_ID"] != job && env["SLURM_JOBID"] != job {
-			continue
-		}
-		if h := env["SLURMD_NODENAME"]; h != "" && host != "" && h != host {
-			continue
-		}
-		if ownStep != "" && env["SLURM_STEP_ID"] == ownStep {
-			continue
-		}
-		rank, ok := envRank(env)
-		if !ok {
-			continue
-		}
-		maps, err := os.ReadFile(filepath.Join(procDir, e.Name(), "maps"))
-		if err != nil || !hasOpenMP(maps) {
-			continue
-		}
-		if old, ok := byRank[rank]; !ok || pid > old.pid {
-			byRank[rank] = rankProc{pid: pid, rank: rank, host: host}
+		if stepOMP {
+			for _, p := range pending {
+				add(p)
+			}
 		}
 	}
 	procs := make([]rankProc, 0, len(byRank))
@@ -519,7 +483,22 @@ func scanProcs(procDir, job, host, ownStep string, self int) ([]rankProc, error)
 		procs = append(procs, p)
 	}
 	sort.Slice(procs, func(i, j int) bool { return procs[i].rank < procs[j].rank })
-	return procs, nil
+	return procs
+}
+
+// descends tells whether process pid under procDir is a descendant of
+// process anc.
+func descends(procDir string, pid, anc int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		st, ok := procfs.ReadStat(filepath.Join(procDir, strconv.Itoa(pid)))
+		if !ok {
+			return false
+		}
+		if pid = st.PPID; pid == anc {
+			return true
+		}
+	}
+	return false
 }
 
 // hasOpenMP tells whether a /proc/PID/maps lists an OpenMP runtime.
@@ -550,9 +529,13 @@ func readEnv(path string) (map[string]string, error) {
 	return env, nil
 }
 
-// envRank is the rank an environment names, if any.
-func envRank(env map[string]string) (int, bool) {
-	for _, v := range rankVars {
+// envRank is the rank an environment names, if any: by the first of vars
+// it has (rankVars if none are given).
+func envRank(env map[string]string, vars ...string) (int, bool) {
+	if len(vars) == 0 {
+		vars = rankVars
+	}
+	for _, v := range vars {
 		if s, ok := env[v]; ok {
 			if r, err := strconv.Atoi(s); err == nil && r >= 0 {
 				return r, true

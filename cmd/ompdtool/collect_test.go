@@ -92,82 +92,74 @@ func deadPID(t *testing.T) int {
 	return p.Pid
 }
 
-// TestStepRanks reads scontrol listpids output, leaving out a task's
-// children.
-func TestStepRanks(t *testing.T) {
+// TestParseTasks reads scontrol listpids output: a task's child has no
+// rank.
+func TestParseTasks(t *testing.T) {
 	out := "PID      JOBID    STEPID   LOCALID GLOBALID\n" +
 		"4321     12       0        0       4\n" +
 		"4330     12       0        -       -\n" +
-		"4322     12       0        1       5\n"
+		"4322     12       batch    0       0\n"
 	tasks, err := parseTasks([]byte(out))
 	require.NoError(t, err)
-	assert.Equal(t, []rankProc{{pid: 4321, rank: 4, host: "n3"}, {pid: 4322, rank: 5, host: "n3"}}, stepRanks(tasks, "n3"))
+	assert.Equal(t, []slurmTask{{pid: 4321, step: "0", rank: 4}, {pid: 4330, step: "0", rank: -1}, {pid: 4322, step: "batch", rank: 0}}, tasks)
 	_, err = parseTasks([]byte("12x 1 0 0 4\n"))
 	assert.ErrorContains(t, err, "unexpected line")
 }
 
-// TestScanProcs finds a job's ranks in a fake /proc: the job, the node and
-// a rank variable must match, OpenMP must be loaded, the collector's own
-// step is left out, and of a wrapper and its child the child wins.
-func TestScanProcs(t *testing.T) {
+// TestTaskRanks finds a job's ranks among the processes scontrol listpids
+// lists, in a fake /proc: a task with OpenMP is its rank; of a wrapper
+// and its child, the child with OpenMP; a child an MPI launcher ranked
+// (mpirun's, in the batch step or under a step's daemon) is that rank; a
+// task gone, or without OpenMP in a step with OpenMP, is reported; the
+// collector's own step and steps without OpenMP give none; and a process
+// that carries the job's variables but that Slurm does not list (an
+// impostor) is never a rank, with or without SLURMD_NODENAME.
+func TestTaskRanks(t *testing.T) {
 	root := t.TempDir()
-	proc := func(pid int, env, maps string) {
+	proc := func(pid, ppid int, state, env, maps string) {
 		d := filepath.Join(root, strconv.Itoa(pid))
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(d, "environ"), []byte(strings.ReplaceAll(env, " ", "\x00")), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(d, "maps"), []byte(maps), 0o644))
-	}
-	omp := "7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
-	proc(10, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=0", omp)
-	proc(11, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=1", "")  // no OpenMP
-	proc(12, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=1", omp) // its child
-	proc(13, "SLURM_JOB_ID=5 SLURMD_NODENAME=n2 SLURM_STEP_ID=0 SLURM_PROCID=2", omp) // other node
-	proc(14, "SLURM_JOB_ID=6 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 SLURM_PROCID=3", omp) // other job
-	proc(15, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=1 SLURM_PROCID=0", omp) // collector's step
-	proc(16, "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0", omp)                // no rank
-	procs, err := scanProcs(root, "5", "n1", "1", 99)
-	require.NoError(t, err)
-	assert.Equal(t, []rankProc{{pid: 10, rank: 0, host: "n1"}, {pid: 12, rank: 1, host: "n1"}}, procs)
-}
-
-// TestMissingTasks: the tasks scontrol listpids lists that the scan did
-// not find are read anyway (so that reading them says why it fails), or
-// get an error saying they have no OpenMP; the tasks of steps without
-// OpenMP here (the batch script) and of the collector's own step are left
-// out.
-func TestMissingTasks(t *testing.T) {
-	root := t.TempDir()
-	proc := func(pid, ppid int, state, maps string) {
-		d := filepath.Join(root, strconv.Itoa(pid))
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(d, "environ"), []byte("A=1\x00"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(d, "maps"), []byte(maps), 0o644))
 		stat := fmt.Sprintf("%d (x y) %s %d 1 1", pid, state, ppid)
 		require.NoError(t, os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644))
 	}
 	omp := "7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
-	proc(10, 1, "R", omp)  // rank 0, found by the scan
-	proc(11, 1, "Z", omp)  // rank 1, exited
-	proc(13, 1, "S", "")   // rank 3: a wrapper
-	proc(14, 13, "R", omp) // its child, with OpenMP (no rank variable)
-	proc(15, 1, "S", "")   // rank 4: no OpenMP
-	proc(20, 1, "S", "")   // the batch script
-	proc(21, 1, "S", "")   // step 1, no OpenMP here
-	proc(30, 1, "S", omp)  // the collector's step
+	job := "SLURM_JOB_ID=5 SLURMD_NODENAME=n1 SLURM_STEP_ID=0 "
+	proc(10, 1, "R", job+"SLURM_PROCID=0", omp)  // rank 0
+	proc(11, 1, "Z", job+"SLURM_PROCID=1", omp)  // rank 1, exited
+	proc(13, 1, "S", job+"SLURM_PROCID=3", "")   // rank 3: a wrapper
+	proc(14, 13, "R", job+"SLURM_PROCID=3", omp) // its child, with OpenMP
+	proc(15, 1, "S", job+"SLURM_PROCID=4", "")   // rank 4: no OpenMP
+	proc(16, 1, "S", job+"SLURM_PROCID=6", "")   // rank 6: a daemon (orted)
+	proc(17, 16, "R", job+"SLURM_PROCID=6 OMPI_COMM_WORLD_RANK=7", omp)
+	proc(18, 16, "R", job+"SLURM_PROCID=6 OMPI_COMM_WORLD_RANK=8", omp)
+	proc(20, 1, "S", "SLURM_JOB_ID=5 SLURM_PROCID=0", "")                  // the batch script
+	proc(22, 20, "R", "SLURM_JOB_ID=5 SLURM_PROCID=0 PMI_RANK=9", omp)     // mpirun's rank there
+	proc(23, 20, "R", "SLURM_JOB_ID=5 SLURM_PROCID=0", omp)                // not a rank
+	proc(21, 1, "S", "SLURM_JOB_ID=5 SLURM_STEP_ID=1 SLURM_PROCID=0", "")  // step 1, no OpenMP here
+	proc(30, 1, "S", "SLURM_JOB_ID=5 SLURM_STEP_ID=2 SLURM_PROCID=0", omp) // the collector's step
+	proc(40, 1, "R", job+"SLURM_PROCID=0", omp)                            // impostors
+	proc(41, 1, "R", "SLURM_JOB_ID=5 SLURM_STEP_ID=0 SLURM_PROCID=5", omp) // (no node)
+	proc(42, 1, "R", "SLURM_JOB_ID=5 PMIX_RANK=2 OMPI_COMM_WORLD_RANK=2", omp)
 	tasks, err := parseTasks([]byte("PID JOBID STEPID LOCALID GLOBALID\n" +
 		"10 5 0 0 0\n11 5 0 1 1\n12 5 0 2 2\n13 5 0 3 3\n14 5 0 - -\n15 5 0 4 4\n" +
-		"20 5 batch 0 0\n21 5 1 0 9\n30 5 2 0 0\n"))
+		"16 5 0 5 6\n17 5 0 - -\n18 5 0 - -\n" +
+		"20 5 batch 0 0\n22 5 batch - -\n23 5 batch - -\n21 5 1 0 9\n30 5 2 0 0\n"))
 	require.NoError(t, err)
-	procs := missingTasks(root, "n1", []rankProc{{pid: 10, rank: 0, host: "n1"}}, tasks, "2")
-	assert.Equal(t, []rankProc{
+	want := []rankProc{
 		{pid: 10, rank: 0, host: "n1"},
 		{pid: 11, rank: 1, host: "n1"}, // read: gone
 		{pid: 12, rank: 2, host: "n1"}, // read: gone
 		{pid: 14, rank: 3, host: "n1"},
 		{pid: 15, rank: 4, host: "n1", err: "process 15 (task of step 0): no OpenMP runtime loaded in it or its children"},
-	}, procs)
-	_, err = parseTasks([]byte("12x 5 0 0 4\n"))
-	assert.ErrorContains(t, err, "unexpected line")
+		{pid: 17, rank: 7, host: "n1"},
+		{pid: 18, rank: 8, host: "n1"},
+		{pid: 22, rank: 9, host: "n1"},
+	}
+	assert.Equal(t, want, taskRanks(root, "n1", tasks, "2"))
+	// Reading another job's step, from the collector's step: all steps.
+	assert.Contains(t, taskRanks(root, "n1", tasks, ""), rankProc{pid: 30, rank: 0, host: "n1"})
 }
 
 // TestPIDRanks: a process given by pid without a rank variable is its
@@ -298,6 +290,28 @@ int main(int argc, char **argv) {
 }
 `
 
+// buildHold builds holdSrc in dir and returns the program.
+func buildHold(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join(dir, "hold.c")
+	require.NoError(t, os.WriteFile(src, []byte(holdSrc), 0o644))
+	prog := filepath.Join(dir, "hold")
+	out, err := exec.Command("gcc", "-fopenmp", "-g", "-o", prog, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return prog
+}
+
+// waitReady waits until a program of holdSrc wrote its pid to ready.
+func waitReady(t *testing.T, ready string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s did not get ready", ready)
+	}
+}
+
 // TestCollectUsers runs the collector as a normal user: it reads that
 // user's rank, and says why it cannot read a rank of another user (root's)
 // while reading the rest.
@@ -311,11 +325,7 @@ func TestCollectUsers(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o1777))
-	src := filepath.Join(dir, "hold.c")
-	require.NoError(t, os.WriteFile(src, []byte(holdSrc), 0o644))
-	prog := filepath.Join(dir, "hold")
-	out, err := exec.Command("gcc", "-fopenmp", "-g", "-o", prog, src).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	prog := buildHold(t, dir)
 	self, err := os.Executable()
 	require.NoError(t, err)
 	tool := filepath.Join(dir, "ompdtool.test")
@@ -334,12 +344,8 @@ func TestCollectUsers(t *testing.T) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		})
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-			if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
-				return cmd.Process.Pid
-			}
-			require.True(t, time.Now().Before(deadline), "rank %d did not get ready", rank)
-		}
+		waitReady(t, ready)
+		return cmd.Process.Pid
 	}
 	rootPID := start(0, nil)
 	userPID := start(1, asNobody)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/procfs"
 	"github.com/ompd-go/ompd/internal/summary"
 )
 
@@ -35,23 +36,72 @@ const asSleeper = "OMPDTOOL_TEST_SLEEP"
 // (SIGSTOP) before it reads the rank it names.
 const stopBefore = "OMPDTOOL_TEST_STOP_BEFORE"
 
+// holdRank makes the test binary run as ompdtool collect hold the rank it
+// names ("all": every rank) once seized, before reading it, until its
+// context ends or the rank is gone (or a minute passes); with
+// holdStubborn=1, whatever its context says.
+const (
+	holdRank     = "OMPDTOOL_TEST_HOLD_RANK"
+	holdStubborn = "OMPDTOOL_TEST_HOLD_STUBBORN"
+)
+
+// graceEnv sets collectorsGrace (a time.Duration) in the test binary run
+// as ompdtool job.
+const graceEnv = "OMPDTOOL_TEST_GRACE"
+
+// exeModeEnv makes the test binary run as ompdtool collect say where its
+// executable is, its mode and owner.
+const exeModeEnv = "OMPDTOOL_TEST_EXE_MODE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asSleeper) == "1" {
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
 	if os.Getenv(asTool) == "1" {
-		if r, err := strconv.Atoi(os.Getenv(stopBefore)); err == nil {
-			beforeRead = func(p rankProc) {
-				if p.rank == r {
-					fmt.Fprintf(os.Stderr, "ompdtool: test: stopping before rank %d\n", r)
-					_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-				}
-			}
-		}
+		testHooks()
 		main()
 	}
 	os.Exit(m.Run())
+}
+
+// testHooks sets the hooks the environment asks for, in the test binary
+// run as ompdtool.
+func testHooks() {
+	if r, err := strconv.Atoi(os.Getenv(stopBefore)); err == nil {
+		beforeRead = func(p rankProc) {
+			if p.rank == r {
+				fmt.Fprintf(os.Stderr, "ompdtool: test: stopping before rank %d\n", r)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			}
+		}
+	}
+	if h := os.Getenv(holdRank); h != "" {
+		stubborn := os.Getenv(holdStubborn) == "1"
+		afterAttach = func(ctx context.Context, p rankProc) {
+			if h != "all" && h != strconv.Itoa(p.rank) {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "ompdtool: test: holding rank %d (process %d)\n", p.rank, p.pid)
+			if stubborn {
+				ctx = context.Background()
+			}
+			// Until the rank is gone (a test killed it), too.
+			for end := time.Now().Add(time.Minute); ctx.Err() == nil && time.Now().Before(end) && !procfs.Gone(fmt.Sprintf("/proc/%d", p.pid)); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	if d, err := time.ParseDuration(os.Getenv(graceEnv)); err == nil {
+		collectorsGrace = d
+	}
+	if os.Getenv(exeModeEnv) == "1" && len(os.Args) > 1 {
+		if exe, err := os.Executable(); err == nil {
+			if st, err := os.Stat(exe); err == nil {
+				fmt.Fprintf(os.Stderr, "ompdtool: test: executable %s mode %v uid %d\n", exe, st.Mode().Perm(), st.Sys().(*syscall.Stat_t).Uid)
+			}
+		}
+	}
 }
 
 // hybridTruth is what a rank of the hybrid fixture recorded.
@@ -68,9 +118,28 @@ type hybridTruth struct {
 	} `json:"region"`
 }
 
+// mpiFlavor is an MPI implementation the hybrid fixture is built with and
+// launched by (srun --mpi=...), its compiler named exactly: Debian installs
+// both side by side, mpicc being whichever its alternatives pick.
+type mpiFlavor struct {
+	name string
+	cc   string   // its mpicc
+	srun string   // srun's --mpi plugin for it
+	env  []string // what its ranks need
+}
+
+var (
+	// openMPI over PMIx; several ranks per fake node across fake
+	// nodes need the TCP transport.
+	openMPI = mpiFlavor{name: "Open MPI", cc: "mpicc.openmpi", srun: "pmix", env: []string{"OMPI_MCA_btl=self,tcp"}}
+	// mpich over Slurm's PMI-2.
+	mpich = mpiFlavor{name: "MPICH", cc: "mpicc.mpich", srun: "pmi2"}
+)
+
 // hybridUser runs jobs of the hybrid fixture and the tool as a normal
 // user (nobody): every file they use is theirs to read.
 type hybridUser struct {
+	mpi     mpiFlavor
 	env     []string // the cluster's clients' environment
 	userEnv []string
 	dir     string // the user's: the fixture, the tool, the truths
@@ -79,14 +148,21 @@ type hybridUser struct {
 	asUser  *syscall.SysProcAttr
 }
 
-// newHybridUser builds the fixture and copies the tool where the user can
-// run them.
+// newHybridUser builds the fixture with Open MPI and copies the tool where
+// the user can run them.
 func newHybridUser(t *testing.T, env []string) *hybridUser {
+	return newHybridUserMPI(t, env, openMPI)
+}
+
+// newHybridUserMPI is newHybridUser with MPI implementation mpi.
+func newHybridUserMPI(t *testing.T, env []string, mpi mpiFlavor) *hybridUser {
+	fixtures.RequireTool(t, mpi.cc)
 	dir, err := os.MkdirTemp("", "ompd-job-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o1777))
 	h := &hybridUser{
+		mpi:     mpi,
 		env:     env,
 		userEnv: append(append([]string(nil), env...), "HOME="+dir),
 		dir:     dir,
@@ -94,7 +170,7 @@ func newHybridUser(t *testing.T, env []string) *hybridUser {
 		toolExe: filepath.Join(dir, "ompdtool.test"),
 		asUser:  &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}},
 	}
-	out, err := exec.Command("mpicc", "-fopenmp", "-g", "-O0", "-o", h.exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
+	out, err := exec.Command(mpi.cc, "-fopenmp", "-g", "-O0", "-o", h.exe, filepath.Join("testdata", "hybrid.c")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -115,8 +191,8 @@ func (h *hybridUser) submit(t *testing.T, ranks int, args string, extraEnv ...st
 	}
 	out := filepath.Join(h.dir, "job.out")
 	sbatch := exec.Command("sbatch", "-N4", "-n"+strconv.Itoa(ranks), "--ntasks-per-node=2", "-o", out,
-		"--wrap", "srun --mpi=pmix "+h.exe+" "+h.dir+" "+args+"; sleep 300")
-	sbatch.Env = append(append(h.userEnv, "OMPI_MCA_btl=self,tcp", "OMP_NUM_THREADS=2"), extraEnv...)
+		"--wrap", "srun --mpi="+h.mpi.srun+" "+h.exe+" "+h.dir+" "+args+"; sleep 300")
+	sbatch.Env = append(append(append(h.userEnv, h.mpi.env...), "OMP_NUM_THREADS=2"), extraEnv...)
 	sbatch.SysProcAttr = h.asUser
 	b, err := sbatch.CombinedOutput()
 	require.NoError(t, err, "%s", b)
@@ -189,7 +265,7 @@ func slurmCluster(t *testing.T) []string {
 		out, err := exec.Command("bash", script, "install").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
-	fixtures.RequireTool(t, "munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "mpicc")
+	fixtures.RequireTool(t, "munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "sbcast")
 	dir, err := os.MkdirTemp("", "ompd-slurm-") // short: munge's socket path has a limit
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -213,11 +289,70 @@ func TestJobSlurm(t *testing.T) {
 	const ranks, hung = 8, 5
 	job, truths := h.submit(t, ranks, "5 120")
 	runAs, tool := h.runAs, h.tool(t)
+	checkHybridJob(t, tool("-q", "-json", "job", job), truths, hung)
+
+	// The same through a copy of the tool on each node (sbcast); each
+	// node sends its ranks merged. The copies are the user's alone, and
+	// removed at the end.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, []string{exeModeEnv + "=1"}, "job", "-sbcast", "-parallel", "2", job)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	textb, err := cmd.Output()
+	progress, text := stderr.String(), string(textb)
+	require.NoError(t, err, progress)
+	assert.Contains(t, progress, " collect -merged -chunk 900 -parallel 2 -job "+job)
+	copies := regexp.MustCompile(`test: executable (/tmp/ompdtool-`+job+`-[0-9a-f]{16}) mode (\S+) uid (\d+)`).FindAllStringSubmatch(progress, -1)
+	require.Len(t, copies, 4, progress)
+	for _, c := range copies {
+		assert.Equal(t, "-rwx------", c[2], c[0])
+		assert.Equal(t, "65534", c[3], c[0])
+		_, err = os.Stat(c[1])
+		assert.ErrorIs(t, err, os.ErrNotExist, "the copies of the tool are removed")
+	}
+	lines := strings.Split(text, "\n")
+	require.Greater(t, len(lines), 2, text)
+	// By the stacks' prefix from _start to MPI_Barrier, every waiting
+	// rank is one class.
+	assert.Contains(t, tool("-q", "job", "-depth", "5", job), "ranks 0-4,6-7: 7 threads work_serial, serial; stack PMPI_Barrier < main < ")
+	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])
+
+	// Another user's job (root's) is refused to the user, saying why.
+	sb := exec.Command("sbatch", "-N1", "-o", "/dev/null", "--wrap", "sleep 60")
+	sb.Env = env
+	out, err := sb.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	rootJob := string(m[1])
+	t.Cleanup(func() { _ = exec.Command("scancel", rootJob).Run() })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		sq := exec.Command("squeue", "-h", "-j", rootJob, "-o", "%T")
+		sq.Env = env
+		if state, err := sq.Output(); err == nil && strings.TrimSpace(string(state)) == "RUNNING" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "root's job did not start")
+	}
+	_, refused, err := runAs("-q", "job", rootJob)
+	assert.Error(t, err)
+	assert.Contains(t, refused, "permission denied")
+	assert.Contains(t, refused, "another user's job")
+}
+
+// checkHybridJob checks what `ompdtool -json job` printed (out) of a job
+// of the hybrid fixture against what its ranks recorded: every rank, with
+// as many threads as it had; the hung rank alone in the region of 3
+// threads, its thread 0 spinning in spin(); every other rank's primary
+// thread waiting in MPI_Barrier, serial; no error.
+func checkHybridJob(t *testing.T, out string, truths map[int]hybridTruth, hung int) {
+	t.Helper()
 	var got jobJSON
-	require.NoError(t, json.Unmarshal([]byte(tool("-q", "-json", "job", job)), &got))
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	s := got.Summary
 	require.NotNil(t, s)
-	assert.Equal(t, "0-7", s.Ranks.String())
+	assert.Equal(t, fmt.Sprintf("0-%d", len(truths)-1), s.Ranks.String())
 	total := 0
 	for _, tr := range truths {
 		total += tr.Threads
@@ -246,7 +381,7 @@ func TestJobSlurm(t *testing.T) {
 		if len(g.Regions) == 0 || g.Regions[0].Level == 0 {
 			continue
 		}
-		assert.Equal(t, "5", g.Ranks.String(), g.Describe())
+		assert.Equal(t, strconv.Itoa(hung), g.Ranks.String(), g.Describe())
 		assert.Equal(t, tr.Region[0].Level, g.Regions[0].Level, g.Describe())
 		assert.Equal(t, tr.Region[0].Team, g.Regions[0].NumThreads, g.Describe())
 		assert.Contains(t, g.Regions[0].Function, "main._omp_fn.", g.Describe())
@@ -266,43 +401,38 @@ func TestJobSlurm(t *testing.T) {
 			barrier = barrier.Union(g.Ranks)
 		}
 	}
-	assert.Equal(t, "0-4,6-7", barrier.String())
-
-	// The same through a copy of the tool on each node (sbcast); each
-	// node sends its ranks merged.
-	text, progress, err := runAs("job", "-sbcast", "-parallel", "2", job)
-	require.NoError(t, err, progress)
-	assert.Contains(t, progress, " collect -merged -chunk 900 -parallel 2 -job "+job)
-	lines := strings.Split(text, "\n")
-	require.Greater(t, len(lines), 2, text)
-	_, err = os.Stat("/tmp/ompdtool-" + job)
-	assert.ErrorIs(t, err, os.ErrNotExist, "the copies of the tool are removed")
-	// By the stacks' prefix from _start to MPI_Barrier, every waiting
-	// rank is one class.
-	assert.Contains(t, tool("-q", "job", "-depth", "5", job), "ranks 0-4,6-7: 7 threads work_serial, serial; stack PMPI_Barrier < main < ")
-	assert.Regexp(t, `^rank 5: 1 thread work_parallel in main\._omp_fn\.\d+( \(hybrid\.c:\d+\))?, level 1, team of 3; stack spin < `, lines[1])
-
-	// Another user's job (root's) is refused to the user, saying why.
-	sb := exec.Command("sbatch", "-N1", "-o", "/dev/null", "--wrap", "sleep 60")
-	sb.Env = env
-	out, err := sb.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	m := regexp.MustCompile(`Submitted batch job (\d+)`).FindSubmatch(out)
-	require.NotNil(t, m, "%s", out)
-	rootJob := string(m[1])
-	t.Cleanup(func() { _ = exec.Command("scancel", rootJob).Run() })
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		sq := exec.Command("squeue", "-h", "-j", rootJob, "-o", "%T")
-		sq.Env = env
-		if state, err := sq.Output(); err == nil && strings.TrimSpace(string(state)) == "RUNNING" {
-			break
+	var others summary.Ranges
+	for r := range truths {
+		if r != hung {
+			others = others.Add(r)
 		}
-		require.True(t, time.Now().Before(deadline), "root's job did not start")
 	}
-	_, stderr, err := runAs("-q", "job", rootJob)
-	assert.Error(t, err)
-	assert.Contains(t, stderr, "permission denied")
-	assert.Contains(t, stderr, "another user's job")
+	assert.Equal(t, others.String(), barrier.String())
+}
+
+// TestLaunchFailures reads the nodes srun could not start a task on.
+func TestLaunchFailures(t *testing.T) {
+	msgs := "srun: error: slurm_receive_msgs: [[localhost]:33913] failed: Socket timed out on send/recv operation\n" +
+		"srun: error: Task launch for StepId=2.0 failed on node n4: Socket timed out on send/recv operation\n" +
+		"srun: error: Task launch for StepId=2.0 failed on node n2: Communication connection failure\n" +
+		"srun: error: Task launch for StepId=2.1 failed on node n4: Communication connection failure\n" +
+		"srun: error: Application launch failed: Socket timed out on send/recv operation\n"
+	assert.Equal(t, []string{"n4", "n2"}, launchFailures([]byte(msgs)))
+	assert.Empty(t, launchFailures([]byte("srun: error: n1: task 0: Exited with exit code 1\n")))
+	assert.Equal(t, []string{"--overlap", "--jobid=12", "-N3", "-n3", "--ntasks-per-node=1", "--mem-per-cpu=0", "--mpi=none",
+		"--kill-on-bad-exit=0", "--job-name=x", "--exclude=n4"}, stepArgs("12", 4, []string{"n4"}, "x"))
+}
+
+// TestUnreadRanks: the ranks of a merge with no thread are those not
+// read.
+func TestUnreadRanks(t *testing.T) {
+	var m merger
+	require.NoError(t, m.addLines(strings.NewReader(
+		`{"rank":3,"threads":[{"gtid":0,"state":"work_serial"}]}`+"\n"+
+			`{"rank":4,"error":"process 9 is gone"}`+"\n"+
+			`{"rank":5,"threads":[{"gtid":0,"state":"idle"}],"errors":["thread 7: no task"]}`+"\n"+
+			`{"rank":6,"error":"not allowed"}`+"\n"), "records"))
+	assert.Equal(t, "4,6", unreadRanks(m.result().Summary).String())
 }
 
 // TestJobPartial: when a node's collector fails (srun exits non-zero), the
@@ -400,16 +530,6 @@ func TestJobSlurmRanks(t *testing.T) {
 		}
 		return errs
 	}
-	// threadsOf is how many threads of rank r a merge has.
-	threadsOf := func(s *summary.Summary, r int) int {
-		n := 0
-		for _, g := range s.Groups {
-			if inRanges(g.Ranks, r) {
-				n += g.Threads / g.Ranks.Len()
-			}
-		}
-		return n
-	}
 	// Nothing fails but what the test makes fail.
 	const failures = `trace|gone|permission|no collector|no OpenMP`
 
@@ -482,7 +602,12 @@ func TestJobSlurmRanks(t *testing.T) {
 		}
 		require.NoError(t, syscall.Kill(stopped, syscall.SIGCONT))
 	}
-	require.NoError(t, cmd.Wait(), "%s", strings.Join(progress, "\n"))
+	// It exits 1, naming the ranks it could not read.
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", strings.Join(progress, "\n"))
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, progress, "ompdtool: ranks not read: 3,7 of 8 (their errors are above)")
 	var got2 jobJSON
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got2), "%s", stdout.String())
 	assert.Equal(t, "0-7", got2.Summary.Ranks.String())
@@ -496,6 +621,18 @@ func TestJobSlurmRanks(t *testing.T) {
 		assert.NotRegexp(t, failures, errs[r], "rank %d", r)
 		assert.Equal(t, tr.Threads, threadsOf(got2.Summary, r), "threads of rank %d", r)
 	}
+}
+
+// threadsOf is how many threads of rank r a merge has (every class holds
+// the same number of threads of each of its ranks in the hybrid fixture).
+func threadsOf(s *summary.Summary, r int) int {
+	n := 0
+	for _, g := range s.Groups {
+		if inRanges(g.Ranks, r) {
+			n += g.Threads / g.Ranks.Len()
+		}
+	}
+	return n
 }
 
 // assertRuns checks that process pid is not stopped (no thread in state T

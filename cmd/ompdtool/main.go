@@ -62,8 +62,10 @@
 // -breakpoints the runtime's breakpoint functions; -json prints a JSON
 // snapshot (a summary with several cores or -summary).
 //
-// Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 when
-// interrupted (Ctrl-C cancels the work under way).
+// Exit status: 0 on success, 1 on an error (job: also when ranks could not
+// be read, after printing the others), 2 on a usage error, 130 when
+// interrupted (Ctrl-C cancels the work under way; job first asks its
+// collectors to let their ranks go).
 //
 // The program must use LLVM's OpenMP runtime; states and task frames need it
 // to have been started with OMP_DEBUG=enabled.

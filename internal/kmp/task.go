@@ -254,6 +254,18 @@ func (dt *taskDecode) generating() {
 		d.GeneratingErr = err
 	} else {
 		d.Generating, d.GeneratingErr = rec.ancestor(s, r, t.v.F(l.tdParent), l.tdParent, "td_parent", "has no generating task", "is its own parent")
+		if d.GeneratingErr == nil && rec.teamErr == nil {
+			// A task's generating task runs in its region (an
+			// explicit task's) or in an enclosing one (an implicit
+			// task's, but for the teams region's body and a league's
+			// task at level 0, which the league's and the initial task
+			// generated at their own level): never deeper.
+			level := tm.level
+			if implicit {
+				level = r.Level
+			}
+			d.GeneratingErr = s.generatingLevel(r, level, implicit && !dt.body && !tm.league, d.Generating)
+		}
 	}
 }
 
@@ -406,6 +418,29 @@ func (s *stop) implicitData(tm *team, td view, level int32, tn omprt.Name, es *o
 		return ompData{idErr: err, frameErr: err}
 	}
 	return ompData{v: v, lw: true}
+}
+
+// generatingLevel checks that g, the generating task of task r whose
+// region is at level, runs at that level or an enclosing one (strictly
+// enclosing if strict): a generating chain whose levels climb is corrupt.
+// A level that cannot be read is left to the walk to report.
+func (s *stop) generatingLevel(r omprt.Ref, level int32, strict bool, g omprt.Ref) error {
+	gl := g.Level
+	if gl < 0 { // explicit: its team's innermost level
+		t := s.task(g.Addr)
+		if t.err != nil || t.team == 0 {
+			return nil
+		}
+		tm := s.team(t.team)
+		if tm.err != nil {
+			return nil
+		}
+		gl = tm.level
+	}
+	if gl > level || strict && gl == level {
+		return errorf(omprt.ErrCorrupt, "%v (at level %d): its generating task %v runs at level %d, not in an enclosing region", omprt.TaskName(r), level, omprt.TaskName(g), gl)
+	}
+	return nil
 }
 
 // ancestor makes the ref of the task at link (a td_parent or

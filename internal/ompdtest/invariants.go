@@ -171,16 +171,29 @@ func walkRegions(th ompd.Thread) ([]string, error) {
 }
 
 // walkTasks follows Generating from the thread's current task: the walk
-// must end. It returns the error that ended it.
+// must end, and the levels of the tasks' regions never climb (a task's
+// generating task runs in its region or in an enclosing one). It returns
+// the error that ended it.
 func walkTasks(th ompd.Thread) ([]string, error) {
+	var out []string
 	tk, err := th.CurrentTask()
+	prev := -1
 	for n := 0; err == nil; n++ {
 		if n == walkLimit {
-			return []string{fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)}, nil
+			return append(out, fmt.Sprintf("invariant walk ends: thread %v: Generating still answers after %d steps", th, n)), nil
+		}
+		if p, perr := tk.Parallel(); perr == nil {
+			if lvl, lerr := p.Level(); lerr == nil {
+				if prev >= 0 && lvl > prev {
+					out = append(out, fmt.Sprintf("invariant task levels fall: thread %v: Generating step %d in a region of level %d after %d", th, n, lvl, prev))
+					break
+				}
+				prev = lvl
+			}
 		}
 		tk, err = tk.Generating()
 	}
-	return SentinelProblems("generating", err), err
+	return append(out, SentinelProblems("generating", err)...), err
 }
 
 // InvariantOf returns the name of the invariant a problem breaks, "" for

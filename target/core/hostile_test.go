@@ -19,6 +19,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/internal/regfile"
 	"github.com/ompd-go/ompd/internal/targetopt"
 	"github.com/ompd-go/ompd/target"
@@ -304,5 +305,37 @@ func TestCoreThreadTableBounds(t *testing.T) {
 		_, err = as.Snapshot(t.Context())
 		assert.ErrorIs(t, err, ompd.ErrCorrupt, c.name)
 		as.Close()
+	}
+}
+
+// TestClimbingLevels: a team whose t_level reads 255 (where the mutation
+// harness found it, issue 30) makes the generating chains through it
+// climb, from level 1 to 255: an error now, which the snapshot reports;
+// every invariant holds, the levels along each chain never climbing. On
+// each team of the nested and serialized fixtures.
+func TestClimbingLevels(t *testing.T) {
+	for _, name := range []string{fixtures.Nested, fixtures.Serialized} {
+		m := newMutator(t, name, nil)
+		off, err := m.clean.FieldOffset("kmp_base_team_t", "t_level")
+		require.NoError(t, err)
+		cut := 0
+		for _, s := range m.regions["teams"] {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], 255)
+			c := m.clean.withReader(&overlay{base: m.data, size: int64(len(m.data)), patches: []patch{{off: s.off + int64(off), data: b[:]}}})
+			as, err := ompd.Open(c)
+			require.NoError(t, err)
+			assert.Empty(t, ompdtest.Invariants(as), "%s team %#x", name, s.addr)
+			snap, err := as.Snapshot(t.Context())
+			require.NoError(t, err)
+			for _, e := range snap.Errors {
+				if strings.Contains(e, "runs at level 255, not in an enclosing region") {
+					cut++
+					break
+				}
+			}
+			as.Close()
+		}
+		assert.NotZero(t, cut, "%s: no chain cut where it climbs", name)
 	}
 }

@@ -38,18 +38,56 @@ func (u unchanged) fix(err error) error {
 	return omprt.Rekind(err, ErrStaleHandle, ErrCorrupt, " (not a stale handle: the memory has not changed since it was made)")
 }
 
+// fixAll fixes each of errs in place (on a copy of a record).
+func (u unchanged) fixAll(errs ...*error) {
+	for _, e := range errs {
+		*e = u.fix(*e)
+	}
+}
+
+// anyStale reports whether one of errs would be fixed.
+func (u unchanged) anyStale(errs ...error) bool {
+	if u.refreshed.Load() {
+		return false
+	}
+	for _, err := range errs {
+		if err != nil && errors.Is(err, ErrStaleHandle) {
+			return true
+		}
+	}
+	return false
+}
+
+// The records' own errors (a thread's region, a region's enclosing one)
+// are answers too: fixed in a copy, the runtime's record unchanged.
+
 func (u unchanged) Thread(r omprt.ThreadRef) (*omprt.ThreadData, error) {
 	d, err := u.Runtime.Thread(r)
+	if d != nil && u.anyStale(d.Err, d.PthreadErr, d.LWPErr, d.NumErr, d.StateErr, d.RegionErr, d.TaskErr, d.LeagueErr) {
+		c := *d
+		u.fixAll(&c.Err, &c.PthreadErr, &c.LWPErr, &c.NumErr, &c.StateErr, &c.RegionErr, &c.TaskErr, &c.LeagueErr)
+		d = &c
+	}
 	return d, u.fix(err)
 }
 
 func (u unchanged) Region(r omprt.Ref) (*omprt.RegionData, error) {
 	d, err := u.Runtime.Region(r)
+	if d != nil && u.anyStale(d.FunctionErr, d.IDErr, d.EnclosingErr) {
+		c := *d
+		u.fixAll(&c.FunctionErr, &c.IDErr, &c.EnclosingErr)
+		d = &c
+	}
 	return d, u.fix(err)
 }
 
 func (u unchanged) Task(r omprt.Ref) (*omprt.TaskData, error) {
 	d, err := u.Runtime.Task(r)
+	if d != nil && u.anyStale(d.FunctionErr, d.FramesErr, d.IDErr, d.RegionErr, d.GeneratingErr, d.SchedulingErr, d.ScheduleErr) {
+		c := *d
+		u.fixAll(&c.FunctionErr, &c.FramesErr, &c.IDErr, &c.RegionErr, &c.GeneratingErr, &c.SchedulingErr, &c.ScheduleErr)
+		d = &c
+	}
 	return d, u.fix(err)
 }
 

@@ -206,3 +206,37 @@ func InvariantOf(p string) string {
 	name, _, _ = strings.Cut(name, ":")
 	return name
 }
+
+// MaxBacktraceFrames is the most frames a backtrace taken with the
+// default options may have.
+const MaxBacktraceFrames = 256
+
+// BacktraceInvariants takes a Snapshot with backtraces and returns the
+// broken invariants of its stacks: a backtrace ends (at most
+// MaxBacktraceFrames frames) and climbs the stack (each frame's CFA, where
+// known, above its callee's: a stack whose frames loop is cut, not
+// walked around).
+func BacktraceInvariants(ctx context.Context, as *ompd.AddressSpace) []string {
+	snap, err := as.Snapshot(ctx, ompd.WithBacktraces())
+	out := SentinelProblems("snapshot with backtraces", err)
+	if err != nil {
+		return out
+	}
+	for _, th := range snap.Threads {
+		if len(th.Frames) > MaxBacktraceFrames {
+			out = append(out, fmt.Sprintf("invariant backtrace ends: thread %s has %d frames", th.ID, len(th.Frames)))
+		}
+		var prev uint64
+		for i, f := range th.Frames {
+			if f.CFA == 0 {
+				continue
+			}
+			if prev != 0 && f.CFA <= prev {
+				out = append(out, fmt.Sprintf("invariant backtrace climbs: thread %s frame %d has CFA %#x, its callee %#x", th.ID, i, f.CFA, prev))
+				break
+			}
+			prev = f.CFA
+		}
+	}
+	return out
+}

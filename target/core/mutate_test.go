@@ -28,17 +28,23 @@ import (
 )
 
 // The mutation harness: seeded, deterministic corruptions of the fixtures'
-// real cores (truncations; bytes of the ELF header, the program headers,
-// the notes, the NT_FILE list; and bytes of the runtime memory that the
-// library reads: the OMPD tables and other runtime globals, the
-// __kmp_threads table, kmp_info_t, teams, tasks) and of copies of their
-// executable and runtime library (headers, symbol tables, notes, DWARF,
-// unwind tables), each one opened and walked through the whole API (one in
-// 100 by four goroutines at once, for the race detector). For every
-// mutation: no panic, every call returns within mutationDeadline,
-// allocation stays under mutationAllocs, every error matches one of the
-// package's sentinels, and every answer keeps the invariants of
-// ompdtest.Invariants.
+// real cores, on LLVM's runtime and on libgomp 12 and 14 (truncations;
+// bytes of the ELF header, the program headers, the notes, the NT_FILE
+// list; bytes of the runtime memory that the library reads: for libomp the
+// OMPD tables and other runtime globals, the __kmp_threads table,
+// kmp_info_t, teams, tasks; for libgomp its image (the slot of its
+// thread-local storage offset, the build-id its layout is chosen by, its
+// globals), each thread's struct gomp_thread (which confirms the layout),
+// teams and tasks; and the innermost 4 KiB of every thread's stack) and of
+// copies of their executable, runtime library and C library (headers,
+// symbol tables, notes, DWARF, call-frame information), each one opened
+// and walked through the whole API (one in 100 by four goroutines at once,
+// for the race detector), with backtraces for the stack and object
+// mutations and one in 50 others. For every mutation: no panic, every
+// call returns within mutationDeadline, allocation stays under
+// mutationAllocs, every error matches one of the package's sentinels, and
+// every answer keeps the invariants of ompdtest.Invariants and
+// ompdtest.BacktraceInvariants.
 //
 // OMPD_GO_MUTATIONS sets how many mutations run (default
 // defaultMutations, spread over the fixtures), or for how long if it is a
@@ -64,11 +70,12 @@ const (
 // entry says what it found (the same kind of corruption stays in the
 // seeded set).
 var mutationRegressions = []mutationID{
-	{fixtures.Serialized, 7, 3095},    // active level above the level
-	{fixtures.Serialized, 3, 2723},    // active level above the level
-	{fixtures.Nested, 21, 983},        // a thread table of 32767: the harness itself allocated 1.5 GB
-	{fixtures.Serialized, 101, 79049}, // the executable's .debug_line: debug/dwarf looped over a corrupt file count
-	{fixtures.Tasks, 4242, 2783},      // __kmp_threads_capacity + 2^18: a kmp_info_t read for each garbage entry, 5 GB heap
+	{fixtures.Serialized, 7, 3095},        // active level above the level
+	{fixtures.Serialized, 3, 2723},        // active level above the level
+	{fixtures.Nested, 21, 983},            // a thread table of 32767: the harness itself allocated 1.5 GB
+	{fixtures.Serialized, 101, 79049},     // the executable's .debug_line: debug/dwarf looped over a corrupt file count
+	{fixtures.Tasks, 4242, 2783},          // __kmp_threads_capacity + 2^18: a kmp_info_t read for each garbage entry, 5 GB heap
+	{"gomp12/" + fixtures.Nested, 1, 418}, // a team's level: a region's enclosing error said stale handle in unchanged memory
 }
 
 type mutationID struct {
@@ -77,16 +84,24 @@ type mutationID struct {
 	index   int
 }
 
-// mutationFixtures are the fixture cores mutated, with their arguments.
-var mutationFixtures = []struct {
-	name string
-	args []string
-}{
-	{fixtures.Nested, nil},
-	{fixtures.Serialized, nil},
-	{fixtures.Tasks, nil},
-	{fixtures.ICVs, nil},
-	{fixtures.Many, []string{"4"}},
+// mutationFixture is a fixture core mutated: of the program name run
+// with args, on LLVM's runtime or, if gomp names one of
+// fixtures.GompVersions, on that libgomp. key names it in mutation ids.
+type mutationFixture struct {
+	key, name string
+	args      []string
+	gomp      string
+}
+
+// mutationFixtures are the fixture cores mutated.
+var mutationFixtures = []mutationFixture{
+	{fixtures.Nested, fixtures.Nested, nil, ""},
+	{fixtures.Serialized, fixtures.Serialized, nil, ""},
+	{fixtures.Tasks, fixtures.Tasks, nil, ""},
+	{fixtures.ICVs, fixtures.ICVs, nil, ""},
+	{fixtures.Many, fixtures.Many, []string{"4"}, ""},
+	{"gomp12/" + fixtures.Nested, fixtures.Nested, nil, fixtures.GompVersions[0]},
+	{"gomp14/" + fixtures.Tasks, fixtures.Tasks, nil, fixtures.GompVersions[1]},
 }
 
 // overlay is a core file in memory with some bytes changed and possibly
@@ -165,27 +180,103 @@ type mutator struct {
 
 // objFile is a copy of an object file of the core and its parts.
 type objFile struct {
-	kind  string // "executable file" or "runtime library file"
+	kind  string // "executable file", "runtime library file" or "C library file"
+	name  string // as the core names it ("" for the executable)
 	path  string
 	data  []byte
 	parts []span
 }
 
-// newMutator opens the fixture's core, walks it once through a recorder,
-// and sorts what the walk read into kinds.
+// newMutator is newMutatorFor a fixture on LLVM's runtime.
 func newMutator(t *testing.T, name string, args []string) *mutator {
-	stop := fixtures.Core(t, name, args...)
+	return newMutatorFor(t, mutationFixture{key: name, name: name, args: args})
+}
+
+// newMutatorFor opens the fixture's core, finds the runtime's structures
+// (from its symbols, or where a walk reads), the threads' stacks and the
+// objects' parts, and sorts them into kinds.
+func newMutatorFor(t *testing.T, f mutationFixture) *mutator {
+	info := fixtures.Runtime(t)
+	lib := "libomp.so"
+	if f.gomp != "" {
+		info, lib = fixtures.GompRuntime(t, f.gomp), "libgomp.so"
+	}
+	stop := fixtures.CoreWith(t, info, f.name, f.args...)
 	data, err := os.ReadFile(stop.Core)
 	require.NoError(t, err)
 	c, err := Open(context.Background(), stop.Exe, stop.Core)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	m := &mutator{name: name, exe: stop.Exe, data: data, clean: c, regions: make(map[string][]span)}
+	m := &mutator{name: f.key, exe: stop.Exe, data: data, clean: c, regions: make(map[string][]span)}
 
 	as, err := ompd.Open(c)
 	require.NoError(t, err)
 	defer as.Close()
 	require.Empty(t, ompdtest.Invariants(as), "the clean core breaks an invariant")
+	require.Empty(t, ompdtest.BacktraceInvariants(context.Background(), as), "the clean core's stacks break an invariant")
+	if f.gomp != "" {
+		m.gompRegions(t)
+	} else {
+		m.kmpRegions(t, as)
+	}
+	m.stackRegions(t)
+	for k, s := range m.regions {
+		sort.Slice(s, func(i, j int) bool { return s[i].off < s[j].off || s[i].off == s[j].off && s[i].size < s[j].size })
+		m.kinds = append(m.kinds, k)
+	}
+	sort.Strings(m.kinds)
+	sort.Slice(m.pointers, func(i, j int) bool { return m.pointers[i] < m.pointers[j] })
+
+	// Copies of the executable, the runtime library and the C library
+	// (whose call-frame information unwinds most frames) for the object
+	// mutations.
+	var libcName, libcPath string
+	for _, o := range objectsOf(t, c) {
+		switch base := filepath.Base(o.Name); {
+		case strings.HasPrefix(base, lib):
+			m.libName = o.Name
+		case strings.HasPrefix(base, "libc.so"):
+			libcName, libcPath = o.Name, o.Path
+		}
+	}
+	require.NotEmpty(t, m.libName)
+	require.NotEmpty(t, libcPath)
+	dir := t.TempDir()
+	for _, f := range []struct{ kind, name, src string }{
+		{"executable file", "", stop.Exe}, {"runtime library file", m.libName, stop.Runtime.LibOMP}, {"C library file", libcName, libcPath},
+	} {
+		b, err := os.ReadFile(f.src)
+		require.NoError(t, err)
+		of := objFile{kind: f.kind, name: f.name, path: filepath.Join(dir, filepath.Base(f.src)), data: b}
+		require.NoError(t, os.WriteFile(of.path, b, 0o644))
+		ef, err := elf.Open(f.src)
+		require.NoError(t, err)
+		le := binary.LittleEndian
+		if f.kind != "C library file" { // its CFI only: the others are read as before
+			of.parts = append(of.parts, span{off: 0, size: 64},
+				span{off: int64(le.Uint64(b[32:])), size: int64(le.Uint16(b[54:])) * int64(le.Uint16(b[56:]))},
+				span{off: int64(le.Uint64(b[40:])), size: int64(le.Uint16(b[58:])) * int64(le.Uint16(b[60:]))})
+		}
+		for _, name := range []string{".note.gnu.build-id", ".dynsym", ".dynstr", ".symtab", ".strtab", ".dynamic", ".gnu.hash", ".gnu_debuglink",
+			".debug_info", ".debug_abbrev", ".debug_str", ".debug_line", ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".tdata", ".tbss"} {
+			if f.kind == "C library file" && !strings.Contains(name, "frame") {
+				continue
+			}
+			if sec := ef.Section(name); sec != nil && sec.Type != elf.SHT_NOBITS && sec.Size > 0 {
+				of.parts = append(of.parts, span{off: int64(sec.Offset), size: int64(sec.Size)})
+			}
+		}
+		ef.Close()
+		m.objFiles = append(m.objFiles, of)
+	}
+	m.header = coreHeaders(data)
+	return m
+}
+
+// kmpRegions finds LLVM's runtime structures in the core: from its
+// symbols and a walk of the clean core, sizes from its DWARF.
+func (m *mutator) kmpRegions(t *testing.T, as *ompd.AddressSpace) {
+	c := m.clean
 
 	// The runtime's structures, found from its symbols and a walk of the
 	// clean core; sizes from its DWARF.
@@ -282,65 +373,119 @@ func newMutator(t *testing.T, name string, args []string) *mutator {
 		require.NotEmpty(t, f, "fields of %s", k)
 		sort.Slice(f, func(i, j int) bool { return f[i][0] < f[j][0] || f[i][0] == f[j][0] && f[i][1] < f[j][1] })
 	}
-	for k, s := range m.regions {
-		sort.Slice(s, func(i, j int) bool { return s[i].off < s[j].off || s[i].off == s[j].off && s[i].size < s[j].size })
-		m.kinds = append(m.kinds, k)
-	}
-	sort.Strings(m.kinds)
-	sort.Slice(m.pointers, func(i, j int) bool { return m.pointers[i] < m.pointers[j] })
-	require.Len(t, m.kinds, 6, "kinds of runtime memory found in the core: %v", m.kinds)
+	require.Len(t, m.regions, 6, "kinds of runtime memory found in the core: %v", m.regions)
+}
 
-	// Copies of the executable and of the runtime library for the
-	// object mutations.
-	for _, o := range objectsOf(t, c) {
-		if strings.HasPrefix(filepath.Base(o.Name), "libomp.so") {
-			m.libName = o.Name
-		}
-	}
-	require.NotEmpty(t, m.libName)
-	dir := t.TempDir()
-	for _, f := range []struct{ kind, src string }{{"executable file", stop.Exe}, {"runtime library file", stop.Runtime.LibOMP}} {
-		b, err := os.ReadFile(f.src)
-		require.NoError(t, err)
-		of := objFile{kind: f.kind, path: filepath.Join(dir, filepath.Base(f.src)), data: b}
-		require.NoError(t, os.WriteFile(of.path, b, 0o644))
-		ef, err := elf.Open(f.src)
-		require.NoError(t, err)
-		le := binary.LittleEndian
-		of.parts = append(of.parts, span{off: 0, size: 64},
-			span{off: int64(le.Uint64(b[32:])), size: int64(le.Uint16(b[54:])) * int64(le.Uint16(b[56:]))},
-			span{off: int64(le.Uint64(b[40:])), size: int64(le.Uint16(b[58:])) * int64(le.Uint16(b[60:]))})
-		for _, name := range []string{".note.gnu.build-id", ".dynsym", ".dynstr", ".symtab", ".strtab", ".dynamic", ".gnu.hash", ".gnu_debuglink",
-			".debug_info", ".debug_abbrev", ".debug_str", ".debug_line", ".eh_frame", ".eh_frame_hdr", ".tdata", ".tbss"} {
-			if sec := ef.Section(name); sec != nil && sec.Type != elf.SHT_NOBITS && sec.Size > 0 {
-				of.parts = append(of.parts, span{off: int64(sec.Offset), size: int64(sec.Size)})
-			}
-		}
-		ef.Close()
-		m.objFiles = append(m.objFiles, of)
-	}
-
-	// Headers: the ELF header, the program headers, each PT_NOTE and
-	// the NT_FILE note's descriptor.
+// coreHeaders are the ELF header, the program headers, each PT_NOTE and
+// the NT_FILE note's descriptor of core data.
+func coreHeaders(data []byte) []span {
 	le := binary.LittleEndian
 	phoff, phnum := int64(le.Uint64(data[32:])), int64(le.Uint16(data[56:]))
-	m.header = append(m.header, span{off: 0, size: 64}, span{off: phoff, size: phnum * 56})
+	header := []span{{off: 0, size: 64}, {off: phoff, size: phnum * 56}}
 	for i := int64(0); i < phnum; i++ {
 		b := data[phoff+i*56:]
 		if elf.ProgType(le.Uint32(b)) == elf.PT_NOTE {
 			off, size := int64(le.Uint64(b[8:])), int64(le.Uint64(b[32:]))
-			m.header = append(m.header, span{off: off, size: size})
+			header = append(header, span{off: off, size: size})
 			for pos := off; pos+12 <= off+size; {
 				namesz, descsz, typ := int64(le.Uint32(data[pos:])), int64(le.Uint32(data[pos+4:])), le.Uint32(data[pos+8:])
 				desc := pos + 12 + (namesz+3)&^3
 				if typ == ntFile {
-					m.header = append(m.header, span{off: desc, size: descsz})
+					header = append(header, span{off: desc, size: descsz})
 				}
 				pos = desc + (descsz+3)&^3
 			}
 		}
 	}
-	return m
+	return header
+}
+
+// stackRegions adds the innermost 4 KiB of each thread's stack (saved
+// registers and return addresses of its innermost frames), and each
+// thread's stack pointer as an address worth pointing at (a saved frame
+// pointer set to it makes the frames loop).
+func (m *mutator) stackRegions(t *testing.T) {
+	ths, err := m.clean.Threads()
+	require.NoError(t, err)
+	for _, th := range ths {
+		regs, err := m.clean.ThreadRegisters(th.ID)
+		require.NoError(t, err)
+		sp, ok := regs.SP()
+		require.True(t, ok)
+		for n := uint64(4096); n >= 64; n /= 2 {
+			if off, ok := m.fileOffset(sp, n); ok {
+				m.regions["stacks"] = append(m.regions["stacks"], span{off: off, size: int64(n), addr: sp})
+				m.pointers = append(m.pointers, sp, sp+n/2)
+				break
+			}
+		}
+	}
+	require.NotEmpty(t, m.regions["stacks"])
+}
+
+// gompRegions finds what libgomp's reader reads in the core: every read
+// of a walk of the clean core (a snapshot and every chain), sorted by
+// where it lands: in libgomp's image (its globals, the slot of its
+// thread-local storage offset, the build-id the layout table is chosen
+// by), in a thread's static thread-local storage (its struct gomp_thread,
+// which confirms the layout) or elsewhere (teams, tasks, work shares).
+func (m *mutator) gompRegions(t *testing.T) {
+	rec := &recordingCore{Core: m.clean}
+	as, err := ompd.Open(rec)
+	require.NoError(t, err)
+	_, err = as.Snapshot(context.Background())
+	require.NoError(t, err)
+	_ = ompdtest.Invariants(as)
+	as.Close()
+	var libLo, libHi uint64
+	for _, o := range m.clean.set.Objects() {
+		if strings.Contains(filepath.Base(o.Path()), "libgomp") {
+			lo, hi, ok := o.Range()
+			require.True(t, ok)
+			libLo, libHi = lo, hi
+		}
+	}
+	require.NotZero(t, libHi)
+	ths, err := m.clean.Threads()
+	require.NoError(t, err)
+	for _, r := range rec.reads {
+		kind := "teams and tasks"
+		switch {
+		case r.addr >= libLo && r.addr < libHi:
+			kind = "libgomp image (TLS slot, build-id, globals)"
+		default:
+			for _, th := range ths {
+				if th.Pointer != 0 && r.addr < th.Pointer && r.addr+64<<10 >= th.Pointer {
+					kind = "gomp_thread (TLS)"
+				}
+			}
+		}
+		if off, ok := m.fileOffset(r.addr, uint64(r.size)); ok && r.size > 0 {
+			m.regions[kind] = append(m.regions[kind], span{off: off, size: int64(r.size), addr: r.addr})
+			m.pointers = append(m.pointers, r.addr)
+		}
+	}
+	require.Len(t, m.regions, 3, "kinds of libgomp memory read: %v", m.regions)
+}
+
+// recordingCore is a Core whose reads are noted.
+type recordingCore struct {
+	*Core
+	mu    sync.Mutex
+	reads []struct {
+		addr uint64
+		size int
+	}
+}
+
+func (r *recordingCore) ReadMemory(buf []byte, addr uint64) error {
+	r.mu.Lock()
+	r.reads = append(r.reads, struct {
+		addr uint64
+		size int
+	}{addr, len(buf)})
+	r.mu.Unlock()
+	return r.Core.ReadMemory(buf, addr)
 }
 
 // fileOffset returns the core file offset of [addr, addr+size) if the
@@ -487,7 +632,9 @@ func (m *mutator) corruptIn(rng *rand.Rand, mu *mutation, s span, data []byte) {
 func (m *mutator) run(mu *mutation) []string {
 	ov := &overlay{base: m.data, size: mu.size, patches: mu.patch}
 	cfg := &config{}
-	cfg.files.AddMap(map[string]string{m.libName: m.objFiles[1].path})
+	for _, of := range m.objFiles[1:] {
+		cfg.files.AddMap(map[string]string{of.name: of.path})
+	}
 	exe := m.objFiles[0].path
 	if mu.obj != nil {
 		// The file is changed in place for this run, then restored.
@@ -523,8 +670,14 @@ func (m *mutator) run(mu *mutation) []string {
 		return ompdtest.SentinelProblems("open", err)
 	}
 	defer as.Close()
+	var stacks []string
+	if mu.kind == "stacks" || mu.obj != nil || mu.id.index%50 == 3 {
+		// The backtraces: of every stack or object mutation, and of one
+		// in 50 others.
+		stacks = ompdtest.BacktraceInvariants(context.Background(), as)
+	}
 	if mu.id.index%100 != 7 {
-		return ompdtest.Invariants(as)
+		return append(ompdtest.Invariants(as), stacks...)
 	}
 	// One in 100: four walks at once over the same address space, for
 	// the race detector (the per-stop decode is shared).
@@ -542,7 +695,7 @@ func (m *mutator) run(mu *mutation) []string {
 		}()
 	}
 	wg.Wait()
-	return out
+	return append(out, stacks...)
 }
 
 // mutationBudget reads OMPD_GO_MUTATIONS: a count, or a duration.
@@ -583,7 +736,7 @@ func TestMutatedCores(t *testing.T) {
 	}
 	muts := make(map[string]*mutator)
 	for _, f := range mutationFixtures {
-		muts[f.name] = newMutator(t, f.name, f.args)
+		muts[f.key] = newMutatorFor(t, f)
 	}
 	start := time.Now()
 	var ran, failed int
@@ -654,8 +807,8 @@ func TestMutatedCores(t *testing.T) {
 		i, err := strconv.Atoi(idx)
 		require.NoError(t, err, "OMPD_GO_MUTATION_ONLY")
 		for _, f := range mutationFixtures {
-			if name == "" || name == f.name {
-				runOne(mutationID{fixture: f.name, seed: seed, index: i})
+			if name == "" || name == f.key {
+				runOne(mutationID{fixture: f.key, seed: seed, index: i})
 			}
 		}
 		require.NotZero(t, ran, "OMPD_GO_MUTATION_ONLY names no fixture")
@@ -669,7 +822,7 @@ func TestMutatedCores(t *testing.T) {
 			break
 		}
 		f := mutationFixtures[i%len(mutationFixtures)]
-		runOne(mutationID{fixture: f.name, seed: seed, index: i / len(mutationFixtures)})
+		runOne(mutationID{fixture: f.key, seed: seed, index: i / len(mutationFixtures)})
 	}
 	el := time.Since(start)
 	t.Logf("%d mutations in %v (%.0f/s), %d failed; by kind: %v", ran, el.Round(time.Millisecond), float64(ran)/el.Seconds(), failed, kinds)

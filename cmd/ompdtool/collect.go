@@ -573,9 +573,12 @@ func (c *chunkWriter) Write(p []byte) (int, error) {
 }
 
 // chunkReader joins the lines of several chunkWriters, interleaved and
-// labelled by task as srun --label writes them ("3: +piece").
+// labelled by task as srun --label writes them ("3: +piece"). A record
+// of a task longer than max bytes is dropped.
 type chunkReader struct {
+	max   int
 	parts map[string][]byte
+	over  map[string]bool // tasks whose record is being dropped
 }
 
 // line takes one labelled line; it returns a whole line when one ends.
@@ -585,11 +588,25 @@ func (c *chunkReader) line(l []byte) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("not a labelled piece of a record: %.60q", l)
 	}
 	if c.parts == nil {
-		c.parts = map[string][]byte{}
+		c.parts, c.over = map[string][]byte{}, map[string]bool{}
 	}
 	task := string(bytes.TrimSpace(label))
+	last := rest[0] == '='
+	if c.over[task] {
+		if last {
+			delete(c.over, task)
+		}
+		return nil, false, nil
+	}
+	if c.max > 0 && len(c.parts[task])+len(rest)-1 > c.max {
+		delete(c.parts, task)
+		if !last {
+			c.over[task] = true
+		}
+		return nil, false, fmt.Errorf("a record of task %.40q longer than %d bytes", task, c.max)
+	}
 	c.parts[task] = append(c.parts[task], rest[1:]...)
-	if rest[0] == '+' {
+	if !last {
 		return nil, false, nil
 	}
 	whole := c.parts[task]

@@ -128,6 +128,9 @@ func runJob(ctx context.Context, o *options, args []string, out io.Writer) error
 		// is missing.
 		return fmt.Errorf("srun of the collectors: %w (only ranks %s answered)", werr, answered)
 	}
+	if err := st.merged.badErr(); err != nil {
+		return fmt.Errorf("collectors' output: %w", err)
+	}
 	if unread := unreadRanks(res.Summary); len(unread) > 0 {
 		return fmt.Errorf("%w: %s of %d (their errors are above)", errRanksUnread, unread, res.Summary.Ranks.Len())
 	}
@@ -206,7 +209,7 @@ func (o *options) collectStep(ctx context.Context, job string, nodes int, exclud
 		}
 	}()
 	m := &merger{depth: o.depth}
-	lerr := m.addChunks(stdout, "collectors' output")
+	lerr := m.addChunks(stdout, "line")
 	if lerr != nil {
 		_, _ = io.Copy(io.Discard, stdout)
 	}
@@ -246,15 +249,7 @@ func unreadRanks(s *summary.Summary) summary.Ranges {
 	for _, g := range s.Groups {
 		read = read.Union(g.Ranks)
 	}
-	var unread summary.Ranges
-	for _, r := range s.Ranks {
-		for n := r.First; n <= r.Last; n++ {
-			if !inRanges(read, n) {
-				unread = unread.Add(n)
-			}
-		}
-	}
-	return unread
+	return s.Ranks.Minus(read)
 }
 
 // Bounds of the stop of the collectors on an interruption.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,16 +34,53 @@ func mergeMode() mode {
 	}
 }
 
-// merger gathers summaries and errors of ranks and merges them.
+// merger gathers summaries and errors of ranks and merges them. What it
+// reads may come from another machine, corrupt or forged: a line that
+// cannot be used is left out and said (bad), the others are merged.
 type merger struct {
 	depth   int // compare the stacks' depth outermost frames, if > 0
 	pending []*summary.Summary
 	merged  *summary.Summary
 	errs    []rankError
+	seen    summary.Ranges // every rank added
+	threads int            // every thread added
+	bad     []string       // the lines left out, the first maxBad of them
+	nbad    int
 }
 
-// add adds the summary of one rank or of merged ranks.
-func (m *merger) add(s *summary.Summary, errs ...rankError) {
+// Bounds of what the merger reads.
+const (
+	// maxLine bounds a line of JSON (a record of thousands of threads
+	// with their stacks fits many times over).
+	maxLine = 64 << 20
+	// maxPiece bounds a line of srun's labelled output (pieces are
+	// under 1 KiB).
+	maxPiece = 64 << 10
+	// maxBad is how many unusable lines are kept to be said.
+	maxBad = 20
+)
+
+// add adds the summary of one rank or of merged ranks. A summary that
+// is impossible (summary.Check), that holds a rank already added (twice
+// from one collector, from two, or forged), or whose threads would make
+// the total overflow, is refused.
+func (m *merger) add(s *summary.Summary, errs ...rankError) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if dup := s.Ranks.Intersect(m.seen); len(dup) > 0 {
+		return fmt.Errorf("ranks %s reported again", dup)
+	}
+	for _, e := range errs {
+		if e.Rank < 0 || e.Rank > summary.MaxID || !inRanges(s.Ranks, e.Rank) {
+			return fmt.Errorf("an error of rank %d, which the summary does not have", e.Rank)
+		}
+	}
+	if m.threads+s.Threads > maxTotalThreads {
+		return fmt.Errorf("more than %d threads in all", maxTotalThreads)
+	}
+	m.seen = m.seen.Union(s.Ranks)
+	m.threads += s.Threads
 	if m.depth > 0 {
 		// Groups left with equal keys are joined by the merge.
 		for i := range s.Groups {
@@ -56,7 +94,34 @@ func (m *merger) add(s *summary.Summary, errs ...rankError) {
 	if len(m.pending) >= 1024 {
 		m.flush()
 	}
+	return nil
 }
+
+// maxTotalThreads bounds the threads of a merge (2^50: a million ranks of
+// a billion threads each).
+const maxTotalThreads = 1 << 50
+
+// refuse notes a line left out.
+func (m *merger) refuse(where string, err error) {
+	if m.nbad++; len(m.bad) < maxBad {
+		m.bad = append(m.bad, fmt.Sprintf("%s: %v", where, err))
+	}
+}
+
+// badErr is the error that says which lines were left out, nil if none.
+func (m *merger) badErr() error {
+	if m.nbad == 0 {
+		return nil
+	}
+	more := ""
+	if m.nbad > len(m.bad) {
+		more = fmt.Sprintf("; and %d more", m.nbad-len(m.bad))
+	}
+	return fmt.Errorf("%w: %d (%s%s)", errLinesLeftOut, m.nbad, strings.Join(m.bad, "; "), more)
+}
+
+// errLinesLeftOut reports input lines that could not be merged.
+var errLinesLeftOut = errors.New("lines left out")
 
 func (m *merger) flush() {
 	if len(m.pending) > 0 {
@@ -75,46 +140,96 @@ func (m *merger) result() jobJSON {
 	return jobJSON{Summary: m.merged, Errors: m.errs}
 }
 
-// addLines reads JSON lines of records or merged classes.
+// addLines reads JSON lines of records or merged classes; the lines that
+// cannot be used are left out (see badErr). An error is a failure to
+// read.
 func (m *merger) addLines(r io.Reader, name string) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	return eachLine(r, maxLine, func(n int, line []byte, err error) {
+		if err == nil {
+			if line = bytes.TrimSpace(line); len(line) == 0 {
+				return
+			}
+			err = m.addLine(line)
 		}
-		if err := m.addLine(line); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
+		if err != nil {
+			m.refuse(fmt.Sprintf("%s:%d", name, n), err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	})
 }
 
-// addChunks reads what collect -chunk writes, through srun --label.
+// addChunks reads what collect -chunk writes, through srun --label; what
+// cannot be used is left out (see badErr).
 func (m *merger) addChunks(r io.Reader, name string) error {
-	var c chunkReader
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line, ok, err := c.line(sc.Bytes())
+	c := chunkReader{max: maxLine}
+	err := eachLine(r, maxPiece, func(n int, l []byte, err error) {
+		var line []byte
+		ok := false
+		if err == nil {
+			line, ok, err = c.line(l)
+		}
 		if err == nil && ok {
 			err = m.addLine(line)
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
+			m.refuse(fmt.Sprintf("%s:%d", name, n), err)
 		}
+	})
+	if err != nil {
+		return err
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
+	tasks := make([]string, 0, len(c.parts))
 	for task := range c.parts {
-		return fmt.Errorf("%s: the output of task %s ends in the middle of a record", name, task)
+		tasks = append(tasks, task)
+	}
+	sort.Strings(tasks)
+	for _, task := range tasks {
+		m.refuse(name, fmt.Errorf("the output of task %.40q ends in the middle of a record", task))
 	}
 	return nil
+}
+
+// eachLine calls fn with each line of r (without its newline) and its
+// number; a line longer than max is skipped, fn getting an error for it.
+// The error returned is one of reading r.
+func eachLine(r io.Reader, max int, fn func(n int, line []byte, err error)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	tooLong := false
+	for n := 1; ; {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			if !tooLong && len(long)+len(frag) <= max {
+				long = append(long, frag...)
+			} else {
+				tooLong, long = true, long[:0]
+			}
+			continue
+		case err != nil && err != io.EOF:
+			return err
+		}
+		line := bytes.TrimSuffix(frag, []byte("\n"))
+		if len(long) > 0 || tooLong {
+			if !tooLong && len(long)+len(line) <= max {
+				line = append(long, line...)
+			} else {
+				tooLong = true
+			}
+		}
+		switch {
+		case tooLong:
+			fn(n, nil, fmt.Errorf("line longer than %d bytes", max))
+		case len(line) > max:
+			fn(n, nil, fmt.Errorf("line longer than %d bytes", max))
+		case len(line) > 0 || err == nil:
+			fn(n, line, nil)
+		}
+		long, tooLong = long[:0], false
+		n++
+		if err == io.EOF {
+			return nil
+		}
+	}
 }
 
 // addLine adds one JSON line: a summary.Record, or a jobJSON.
@@ -135,20 +250,18 @@ func (m *merger) addLine(line []byte) error {
 		if j.Summary == nil {
 			return fmt.Errorf("merged classes without a summary")
 		}
-		m.add(j.Summary, j.Errors...)
+		return m.add(j.Summary, j.Errors...)
 	case probe.Rank != nil:
 		var rec summary.Record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return fmt.Errorf("bad record: %w", err)
 		}
-		if rec.Rank < 0 {
+		if rec.Rank < 0 || rec.Rank > summary.MaxID {
 			return fmt.Errorf("bad record: rank %d", rec.Rank)
 		}
-		m.add(rec.Summary(), recordErrors(rec)...)
-	default:
-		return fmt.Errorf("neither a record (no \"rank\") nor merged classes (no \"summary\")")
+		return m.add(rec.Summary(), recordErrors(rec)...)
 	}
-	return nil
+	return fmt.Errorf("neither a record (no \"rank\") nor merged classes (no \"summary\")")
 }
 
 func runMerge(ctx context.Context, o *options, args []string, out io.Writer) error {
@@ -184,7 +297,10 @@ func runMerge(ctx context.Context, o *options, args []string, out io.Writer) err
 			return err
 		}
 	}
-	return o.printMerged(out, m.result())
+	if err := o.printMerged(out, m.result()); err != nil {
+		return err
+	}
+	return m.badErr()
 }
 
 // mergeFile adds one file: a core (rank from the environment in it, else
@@ -219,11 +335,14 @@ func (o *options) mergeFile(ctx context.Context, m *merger, path string, pos int
 		c.Close()
 	}
 	if err != nil {
-		m.add(&summary.Summary{Ranks: summary.Ranges{{First: rank, Last: rank}}},
-			rankError{Rank: rank, Error: fmt.Sprintf("%s: %v", path, err)})
-		return nil
+		sum = &summary.Summary{Ranks: summary.Ranges{{First: rank, Last: rank}}}
+		err = m.add(sum, rankError{Rank: rank, Error: fmt.Sprintf("%s: %v", path, err)})
+	} else {
+		err = m.add(sum)
 	}
-	m.add(sum)
+	if err != nil {
+		m.refuse(path, err)
+	}
 	return nil
 }
 

@@ -292,6 +292,49 @@ func (k Key) StateText() string {
 	return "(state unknown)"
 }
 
+// Limits of what a Summary read from elsewhere (another node's collector)
+// may hold: a rank or thread id is an int32, as MPI's and the runtimes'
+// are; a count of threads fits in far fewer bits than int, so that sums
+// of many summaries cannot overflow.
+const (
+	MaxID      = 1<<31 - 1
+	MaxThreads = 1 << 40
+	// MaxRankThreads bounds the threads of one process (Linux's
+	// threads-max is far below).
+	MaxRankThreads = 1 << 22
+)
+
+// Check reports what makes s impossible, as a summary read from another
+// process may be (a corrupt or forged line): counts below zero or beyond
+// MaxThreads or MaxRankThreads a rank, groups whose threads do not add up
+// to Threads, a group
+// without threads or ranks, or with ranks the summary does not have. Ids
+// beyond MaxID are refused when read (Ranges.UnmarshalText).
+func (s *Summary) Check() error {
+	if s.Threads < 0 || s.Threads > MaxThreads {
+		return fmt.Errorf("summary: %d threads", s.Threads)
+	}
+	if s.Threads > s.Ranks.Len()*MaxRankThreads {
+		return fmt.Errorf("summary: %d threads in %d ranks", s.Threads, s.Ranks.Len())
+	}
+	sum := 0
+	for i, g := range s.Groups {
+		if g.Threads < 1 || g.Threads > MaxThreads {
+			return fmt.Errorf("summary: group %d has %d threads", i, g.Threads)
+		}
+		if sum += g.Threads; sum > s.Threads {
+			return fmt.Errorf("summary: its groups hold more than its %d threads", s.Threads)
+		}
+		if len(g.Ranks) == 0 || len(g.Ranks.Minus(s.Ranks)) > 0 {
+			return fmt.Errorf("summary: group %d has ranks %q, the summary %q", i, g.Ranks, s.Ranks)
+		}
+	}
+	if sum != s.Threads {
+		return fmt.Errorf("summary: its groups hold %d of its %d threads", sum, s.Threads)
+	}
+	return nil
+}
+
 // Range is the integers First to Last, both included.
 type Range struct {
 	First, Last int
@@ -313,13 +356,13 @@ func (r *Ranges) UnmarshalText(b []byte) error {
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		first, err := strconv.Atoi(lo)
-		if err != nil || first < 0 {
-			return fmt.Errorf("summary: bad range %q in %q", part, b)
+		if err != nil || first < 0 || first > MaxID {
+			return fmt.Errorf("summary: bad range %q in %.100q", part, b)
 		}
 		last := first
 		if isRange {
-			if last, err = strconv.Atoi(hi); err != nil || last < first {
-				return fmt.Errorf("summary: bad range %q in %q", part, b)
+			if last, err = strconv.Atoi(hi); err != nil || last < first || last > MaxID {
+				return fmt.Errorf("summary: bad range %q in %.100q", part, b)
 			}
 		}
 		out = append(out, Range{first, last})
@@ -351,6 +394,34 @@ func (r Ranges) Union(o Ranges) Ranges {
 	}
 	return out
 }
+
+// Minus returns the integers of r not in o, as a new Ranges.
+func (r Ranges) Minus(o Ranges) Ranges {
+	o = o.Union(nil)
+	var out Ranges
+	for _, x := range r.Union(nil) {
+		for _, y := range o {
+			if y.Last < x.First || y.First > x.Last {
+				continue
+			}
+			if y.First > x.First {
+				out = append(out, Range{x.First, y.First - 1})
+			}
+			if y.Last >= x.Last {
+				x.First = x.Last + 1
+				break
+			}
+			x.First = y.Last + 1
+		}
+		if x.First <= x.Last {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Intersect returns the integers in both r and o, as a new Ranges.
+func (r Ranges) Intersect(o Ranges) Ranges { return r.Minus(r.Minus(o)) }
 
 // Len is how many integers r holds.
 func (r Ranges) Len() int {

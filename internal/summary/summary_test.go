@@ -290,3 +290,59 @@ func TestUnknownStateGroups(t *testing.T) {
 	assert.Equal(t, sum, &back)
 	assert.Len(t, summary.Merge(sum, summary.Of(1, s, summary.Options{})).Groups, 3)
 }
+
+// TestRangesSetOps: Minus and Intersect of ranges.
+func TestRangesSetOps(t *testing.T) {
+	parse := func(s string) summary.Ranges {
+		var r summary.Ranges
+		require.NoError(t, r.UnmarshalText([]byte(s)))
+		return r
+	}
+	for _, c := range []struct{ a, b, minus, inter string }{
+		{"0-9", "3-4,7", "0-2,5-6,8-9", "3-4,7"},
+		{"0-9", "", "0-9", ""},
+		{"", "0-9", "", ""},
+		{"2-5", "0-9", "", "2-5"},
+		{"0-3,10-12", "2-11", "0-1,12", "2-3,10-11"},
+		{"5", "5", "", "5"},
+		{"0-2147483647", "1-2147483646", "0,2147483647", "1-2147483646"},
+	} {
+		a, b := parse(c.a), parse(c.b)
+		assert.Equal(t, c.minus, a.Minus(b).String(), "%s - %s", c.a, c.b)
+		assert.Equal(t, c.inter, a.Intersect(b).String(), "%s & %s", c.a, c.b)
+	}
+	var r summary.Ranges
+	assert.ErrorContains(t, r.UnmarshalText([]byte("0-2147483648")), "bad range")
+	assert.ErrorContains(t, r.UnmarshalText([]byte("9223372036854775807")), "bad range")
+}
+
+// TestCheck: what makes a summary impossible.
+func TestCheck(t *testing.T) {
+	g := func(threads int, ranks string) summary.Group {
+		var r summary.Ranges
+		require.NoError(t, r.UnmarshalText([]byte(ranks)))
+		return summary.Group{Threads: threads, Ranks: r}
+	}
+	for _, c := range []struct {
+		s   summary.Summary
+		err string
+	}{
+		{summary.Summary{Threads: 3, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{g(2, "0-1"), g(1, "1")}}, ""},
+		{summary.Summary{Threads: 0, Ranks: summary.Ranges{{4, 4}}}, ""},
+		{summary.Summary{Threads: -1, Ranks: summary.Ranges{{0, 0}}}, "-1 threads"},
+		{summary.Summary{Threads: summary.MaxThreads + 1, Ranks: summary.Ranges{{0, 1 << 30}}}, "threads"},
+		{summary.Summary{Threads: summary.MaxRankThreads + 1, Ranks: summary.Ranges{{0, 0}}, Groups: []summary.Group{g(summary.MaxRankThreads+1, "0")}}, "threads in 1 ranks"},
+		{summary.Summary{Threads: 3, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{g(2, "0-1")}}, "hold 2 of its 3"},
+		{summary.Summary{Threads: 1, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{g(2, "0-1")}}, "more than its 1"},
+		{summary.Summary{Threads: 1, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{g(0, "0-1"), g(1, "0")}}, "group 0 has 0 threads"},
+		{summary.Summary{Threads: 1, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{g(1, "2")}}, `group 0 has ranks "2"`},
+		{summary.Summary{Threads: 1, Ranks: summary.Ranges{{0, 1}}, Groups: []summary.Group{{Threads: 1}}}, "group 0 has ranks"},
+	} {
+		err := c.s.Check()
+		if c.err == "" {
+			assert.NoError(t, err)
+		} else {
+			assert.ErrorContains(t, err, c.err)
+		}
+	}
+}

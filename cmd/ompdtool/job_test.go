@@ -245,7 +245,7 @@ func (h *hybridUser) runAs(args ...string) (string, string, error) {
 func (h *hybridUser) tool(t *testing.T) func(args ...string) string {
 	return func(args ...string) string {
 		out, stderr, err := h.runAs(args...)
-		require.NoError(t, err, "ompdtool %s\n%s", strings.Join(args, " "), stderr)
+		require.NoError(t, err, "ompdtool %s\n%s\n%s", strings.Join(args, " "), stderr, out)
 		return out
 	}
 }
@@ -255,6 +255,7 @@ func (h *hybridUser) tool(t *testing.T) func(args ...string) string {
 // environment its clients need; it is stopped at the end of the test.
 func slurmCluster(t *testing.T) []string {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	root, err := fixtures.ModuleRoot()
 	require.NoError(t, err)
 	script := filepath.Join(root, "scripts", "slurm-cluster.sh")

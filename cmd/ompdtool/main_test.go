@@ -22,6 +22,7 @@ import (
 // settings (sending its output to files of the test) and its path.
 func fixtureArgs(t *testing.T, name string) ([]string, string) {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	fixtures.Runtime(t)
 	exe := fixtures.Build(t, name)
 	dir := t.TempDir()
@@ -123,6 +124,7 @@ func holdNested(t *testing.T, extraEnv ...string) *exec.Cmd {
 // holdExe is holdNested for exe, a build of fixture name.
 func holdExe(t *testing.T, exe, name string, extraEnv ...string) *exec.Cmd {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	cmd := exec.Command(exe)

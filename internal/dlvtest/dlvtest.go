@@ -56,6 +56,7 @@ func StartWith(t testing.TB, info fixtures.RuntimeInfo, name string, args ...str
 
 func start(t testing.TB, info fixtures.RuntimeInfo, name string, extra, args []string) *Session {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	exe := fixtures.BuildWith(t, name, info)
 	dir := t.TempDir()
 	s := &Session{Exe: exe, TruthPath: filepath.Join(dir, "truth.json")}

@@ -59,6 +59,7 @@ type held struct {
 // hold starts fixture name held in stopme and waits until it is there.
 func hold(t *testing.T, name string) *held {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	fixtures.Runtime(t)
 	exe := fixtures.Build(t, name)
 	dir := t.TempDir()

@@ -48,6 +48,7 @@ func newRun(t testing.TB, name string, extra ...string) *run {
 // than libomp's).
 func newRunOf(t testing.TB, exe, name string, extra ...string) *run {
 	t.Helper()
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	dir := t.TempDir()
 	r := &run{
 		exe:       exe,

@@ -15,6 +15,12 @@ var (
 	ErrExited = errors.New("process exited")
 	// ErrDetached reports an operation on a process that Detach released.
 	ErrDetached = errors.New("process detached")
+	// ErrWedged reports that Continue gave up on a process Delve's
+	// native backend was lost in: every thread stopped while Delve went
+	// on waiting for one (wedge.md). The process is left stopped and
+	// detached, for another debugger to attach to; the Process is
+	// unusable but for Kill and Wait.
+	ErrWedged = errors.New("delve waits forever for a stopped process")
 )
 
 // ExitError reports that the process ended while it ran. It matches

@@ -616,7 +616,7 @@ func (p *Process) Wait() (int, error) {
 		p.mu.Unlock()
 		return 0, fmt.Errorf("delve: wait for process %d: not started by Launch", p.pid)
 	}
-	if !errors.Is(p.exited, ErrDetached) {
+	if !errors.Is(p.exited, ErrDetached) && !errors.Is(p.exited, ErrWedged) {
 		p.mu.Unlock()
 		return 0, fmt.Errorf("delve: wait for process %d: still attached (Detach(false) first)", p.pid)
 	}

@@ -3,6 +3,7 @@ package delve
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/go-delve/delve/pkg/proc"
 )
 
 // Delve's native Linux backend can wait forever while it stops a process
@@ -38,6 +41,11 @@ import (
 // returns as it would have. Reaching Delve's ptrace thread is reflection
 // on unexported fields, like the memory-thread workaround (workarounds.go),
 // and runs only on the Delve version both were verified with.
+//
+// Should the wedge outlast wedgeGiveUp all the same (Delve lost another
+// way, nudges that do not help), Continue gives up rather than wait
+// forever: it returns ErrWedged, the program left stopped and detached
+// (giveUp).
 
 // wedgePoll is how often a running Continue is checked for the wedge, and
 // wedgeConfirm how long the wedge must be seen without a break before the
@@ -47,9 +55,19 @@ const (
 	wedgeConfirm = 500 * time.Millisecond
 )
 
+// wedgeGiveUp bounds a wedge the nudge does not end (Delve lost another
+// way, or a nudge that cannot reach Delve's ptrace thread): counted from
+// the first time a call sees every thread of the program stopped while
+// Delve waits, Continue then gives up (see giveUp). A variable for tests.
+var wedgeGiveUp = 30 * time.Second
+
 // continueWatched runs p.grp.Continue and returns its error, nudging
-// Delve out of the wedge described above whenever it is caught in it.
-func (p *Process) continueWatched() error {
+// Delve out of the wedge described above whenever it is caught in it, and
+// giving up past wedgeGiveUp.
+func (p *Process) continueWatched() error { return p.watch(p.grp.Continue) }
+
+// watch runs cont (Delve's Continue) as continueWatched does.
+func (p *Process) watch(cont func() error) error {
 	type result struct{ err error }
 	done := make(chan result, 1)
 	tidc := make(chan int, 1)
@@ -59,12 +77,12 @@ func (p *Process) continueWatched() error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		tidc <- syscall.Gettid()
-		done <- result{p.grp.Continue()}
+		done <- result{cont()}
 	}()
 	waiter := <-tidc
 	tick := time.NewTicker(wedgePoll)
 	defer tick.Stop()
-	var since time.Time
+	var since, first time.Time
 	for {
 		select {
 		case r := <-done:
@@ -78,7 +96,16 @@ func (p *Process) continueWatched() error {
 				since = now
 				continue
 			}
-			if now.Sub(since) < wedgeConfirm || !haltingWaitInStack() {
+			if now.Sub(since) < wedgeConfirm {
+				continue
+			}
+			if first.IsZero() {
+				first = now
+			}
+			if now.Sub(first) >= wedgeGiveUp {
+				return p.giveUp(now.Sub(first))
+			}
+			if !haltingWaitInStack() {
 				continue
 			}
 			since = time.Time{}
@@ -89,6 +116,95 @@ func (p *Process) continueWatched() error {
 			}
 		}
 	}
+}
+
+// giveUp releases a process Delve is lost in and returns an error
+// matching ErrWedged that says so. Through Delve's ptrace thread it puts
+// back the code under every breakpoint, moves a thread that trapped on one
+// back to it, and detaches every thread, the program stopped by SIGSTOP:
+// it is left stopped, traced by no one, as it was at the stop, for another
+// debugger to attach to (or for Kill). The goroutine inside Delve's wait stays
+// there: nothing wakes it. The Process is unusable afterwards but for
+// Kill and Wait.
+func (p *Process) giveUp(waited time.Duration) error {
+	err := fmt.Errorf("process %d: %w: every thread stopped for %v while Delve's native backend went on waiting for one (wedge.md)",
+		p.pid, ErrWedged, waited.Round(time.Second))
+	run, rerr := ptraceRunner(p.dt)
+	if rerr == nil {
+		var bps []*proc.Breakpoint
+		for _, bp := range p.dt.Breakpoints().M {
+			bps = append(bps, bp)
+		}
+		run(func() { rerr = releaseWedged(p.pid, bps) })
+	}
+	if rerr != nil {
+		err = fmt.Errorf("%w; releasing it failed: %v", err, rerr)
+	} else {
+		err = fmt.Errorf("%w; it is left stopped and detached", err)
+	}
+	p.exited = err
+	return err
+}
+
+// releaseWedged puts back the code under bps in process pid, moves each
+// thread that trapped on one back to it, and detaches every thread, the
+// process stopped (SIGSTOP). It runs on the tracer's thread.
+func releaseWedged(pid int, bps []*proc.Breakpoint) error {
+	var errs []error
+	at := map[uint64]bool{}
+	for _, bp := range bps {
+		if len(bp.OriginalData) == 0 {
+			continue
+		}
+		at[bp.Addr] = true
+		if _, err := syscall.PtracePokeData(pid, uintptr(bp.Addr), bp.OriginalData); err != nil {
+			errs = append(errs, fmt.Errorf("code at %#x: %w", bp.Addr, err))
+		}
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return err
+	}
+	// A SIGSTOP for the process, pending while its threads are in
+	// ptrace-stop: each one detached takes it, and the program stops as
+	// a whole, traced by no one.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		errs = append(errs, fmt.Errorf("SIGSTOP: %w", err))
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		var regs syscall.PtraceRegs
+		if err := syscall.PtraceGetRegs(tid, &regs); err == nil && at[regs.Rip-1] {
+			// Stopped by a breakpoint's int3, one byte past it.
+			regs.Rip--
+			if err := syscall.PtraceSetRegs(tid, &regs); err != nil {
+				errs = append(errs, fmt.Errorf("thread %d: back to its breakpoint: %w", tid, err))
+			}
+		}
+		if err := syscall.PtraceDetach(tid); err != nil && err != syscall.ESRCH {
+			errs = append(errs, fmt.Errorf("thread %d: detach: %w", tid, err))
+		}
+	}
+	// The stop reaches each thread as it is scheduled.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stopped := true
+		for _, t := range tasks {
+			if st := taskState(pid, t.Name()); st != 'T' && st != 0 && st != 'Z' && st != 'X' {
+				stopped = false
+			}
+		}
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("process %d: threads not stopped 5s after SIGSTOP", pid))
+			break
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // wedged reports whether thread waiter of this process is blocked in wait4

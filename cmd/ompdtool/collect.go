@@ -51,9 +51,9 @@ var rankVars = []string{"SLURM_PROCID", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PM
 // once the ranks read before it (with -parallel 1, all of them) are done.
 var beforeRead func(rankProc)
 
-// afterAttach, when set (by a test), is called with each rank seized and
-// stopped, before it is read.
-var afterAttach func(ctx context.Context, p rankProc)
+// afterAttach and beforeDetach, when set (by a test), are called with
+// each rank seized and stopped, before it is read and once it is read.
+var afterAttach, beforeDetach func(ctx context.Context, p rankProc)
 
 // rankProc is a process of a job to read.
 type rankProc struct {
@@ -156,6 +156,9 @@ func (o *options) collectOne(ctx context.Context, p rankProc) summary.Record {
 		afterAttach(ctx, p)
 	}
 	s, _, err := o.read(ctx, proc, p.rank)
+	if beforeDetach != nil {
+		beforeDetach(ctx, p)
+	}
 	derr := proc.Detach()
 	switch {
 	case errors.Is(derr, seize.ErrExited) && (err != nil || len(s.Errors) > 0):

@@ -441,3 +441,35 @@ func TestCollectRankExits(t *testing.T) {
 	assert.Equal(t, 1, recs[1].Rank)
 	assert.Contains(t, recs[1].Error, "is gone")
 }
+
+// TestCollectRankEndsAfterRead: a rank read whole that ends before it is
+// let go (its detach fails: it is gone) keeps its snapshot; one that ends
+// while it is read is reported gone. The rank is killed from the
+// collector's hooks.
+func TestCollectRankEndsAfterRead(t *testing.T) {
+	for _, after := range []bool{true, false} {
+		a := holdNested(t, "PMIX_RANK=0")
+		kill := func(ctx context.Context, p rankProc) {
+			require.NoError(t, a.Process.Kill())
+			for deadline := time.Now().Add(30 * time.Second); !procGone(p.pid); time.Sleep(10 * time.Millisecond) {
+				require.True(t, time.Now().Before(deadline), "rank %d does not end", p.rank)
+			}
+		}
+		if after {
+			beforeDetach = kill
+		} else {
+			afterAttach = kill
+		}
+		out := runTool(t, "collect", "-q", strconv.Itoa(a.Process.Pid))
+		beforeDetach, afterAttach = nil, nil
+		var r summary.Record
+		require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+		if after {
+			assert.Empty(t, r.Error)
+			assert.Len(t, r.Threads, 6, "the snapshot read whole")
+		} else {
+			assert.Contains(t, r.Error, "is gone")
+			assert.Empty(t, r.Threads)
+		}
+	}
+}

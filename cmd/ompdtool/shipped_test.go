@@ -17,8 +17,8 @@ import (
 // another machine: every thread, its number, region nest, functions and
 // ICVs as the program saw them; libgomp's waits inferred from the stacks,
 // with and without its debug information; LLVM's states as the runtime
-// recorded them, or unknown for a runtime without OMPD support, which
-// then has no display variables or breakpoints; and, for a runtime the
+// recorded them, or inferred from the stacks for a runtime without OMPD
+// support, which then has no display variables or breakpoints; and, for a runtime the
 // library cannot read (LLVM's without OMPD support or debug
 // information), exit 1 naming why, and -json the same snapshot data.
 func TestShippedCores(t *testing.T) {
@@ -44,8 +44,11 @@ func TestShippedCores(t *testing.T) {
 			assert.Regexp(t, `Breakpoints:\n  ompd_bp_`, out)
 			checkThreadsText(t, out, c.Truth, "omp_outlined", "")
 		default:
-			assert.Contains(t, out, "layout from DWARF")
-			assert.Contains(t, out, "6 threads in 1 group:\n  6 threads (state unknown) in main.omp_outlined_debug__.omp_outlined ")
+			assert.Contains(t, out, "layout from DWARF, states inferred from the stacks")
+			assert.Contains(t, out, "6 threads in 4 groups:\n")
+			for _, g := range []string{"2 threads work_parallel", "2 threads wait_barrier_explicit", "1 thread wait_lock", "1 thread wait_critical"} {
+				assert.Regexp(t, "(?m)^  "+g+" in main.omp_outlined_debug__.omp_outlined ", out)
+			}
 			assert.Regexp(t, `Display control variables:\n  none: the runtime is built without OMPD support`, out)
 			checkThreadsText(t, out, c.Truth, "omp_outlined", "")
 		}

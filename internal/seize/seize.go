@@ -183,7 +183,9 @@ func (p *Process) stopAll(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("process %d: thread %d: registers: %w", p.pid, th.ID, err)
 		}
-		th.Pointer = fsBase
+		// getRegs reads x86-64's registers only, where (TLS variant II)
+		// pthread_t is the thread pointer itself.
+		th.Pointer, th.Pthread = fsBase, fsBase
 		p.regs[int(th.ID)] = regs
 		live = append(live, th)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ompd-go/ompd"
 	"github.com/ompd-go/ompd/internal/fixtures"
+	"github.com/ompd-go/ompd/internal/kmp"
 	"github.com/ompd-go/ompd/internal/ompdtest"
 	"github.com/ompd-go/ompd/target"
 	"github.com/ompd-go/ompd/target/debuginfod"
@@ -24,7 +25,7 @@ import (
 // TestStrippedRuntimeLive runs the nested fixture against a copy of the
 // runtime stripped as distributions strip it, its debug file kept apart,
 // and reads the live process: without debug information the runtime is
-// reported as unreadable (not absent), with a debug directory or a
+// read through the table of its known release, with a debug directory or a
 // debuginfod server every answer matches the program's truth.
 func TestStrippedRuntimeLive(t *testing.T) {
 	s := fixtures.StripRuntime(t, fixtures.RuntimeVariant(t, fixtures.VariantOMPD))
@@ -60,10 +61,13 @@ func TestStrippedRuntimeLive(t *testing.T) {
 
 	t.Run("no debug information", func(t *testing.T) {
 		p := stop(t, WithDebugDirs())
-		_, err := ompd.Open(p)
-		require.Error(t, err)
-		assert.ErrorIs(t, err, ompd.ErrIncompatible)
-		assert.NotErrorIs(t, err, ompd.ErrNoRuntime)
+		rt, err := kmp.Open(p)
+		require.NoError(t, err)
+		as, err := ompd.Open(stockCheck{p, rt.(*kmp.Runtime)})
+		require.NoError(t, err)
+		defer as.Close()
+		assert.Equal(t, ompd.LayoutKnownTable, as.Runtime().Layout, "read as the known release it is a build of")
+		ompdtest.CheckTruth(t, as, r.truth(t))
 		assert.ErrorIs(t, libomp(t, p).DebugErr, target.ErrNoDebugFile)
 	})
 

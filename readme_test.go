@@ -155,3 +155,21 @@ func TestREADMEShowOnSystemGomp(t *testing.T) {
 		})
 	}
 }
+
+// TestGoInstallable: "go install github.com/ompd-go/ompd/cmd/ompdtool@latest",
+// which the README gives, refuses a module whose go.mod has replace or
+// exclude directives (they would apply only in this module); the README's
+// go get needs the module path the README names.
+func TestGoInstallable(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(mod), "module github.com/ompd-go/ompd\n"))
+	for _, l := range strings.Split(string(mod), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 {
+			assert.NotContains(t, []string{"replace", "exclude"}, f[0], "go.mod: %s", l)
+		}
+	}
+	_, err = os.Stat("cmd/ompdtool/main.go")
+	assert.NoError(t, err)
+}

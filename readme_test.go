@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +175,131 @@ func TestGoInstallable(t *testing.T) {
 	}
 	_, err = os.Stat("cmd/ompdtool/main.go")
 	assert.NoError(t, err)
+}
+
+// TestREADMEIsShort: the README is read in five minutes (at most 200
+// lines) and gives what a newcomer starts with: go get, go install of the
+// inspector, the demo on a shipped core, the two commands (the test
+// command exactly as .ci/run runs it), and the index of docs/.
+func TestREADMEIsShort(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	assert.LessOrEqual(t, strings.Count(text, "\n"), 200, "README.md lines")
+	ci, err := os.ReadFile(".ci/run")
+	require.NoError(t, err)
+	var ciCmd string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(l, "bash ") {
+			ciCmd = l
+		}
+	}
+	require.NotEmpty(t, ciCmd, ".ci/run runs no bash script")
+	for _, want := range []string{
+		"go get github.com/ompd-go/ompd ",
+		"go install github.com/ompd-go/ompd/cmd/ompdtool@latest",
+		"$ ompdtool demo\n",
+		"go run ./cmd/ompdtool demo",
+		"\n" + ciCmd + " ",
+		"\nbash scripts/demo.sh ",
+		"go test ./...",
+		"(docs/README.md)",
+	} {
+		assert.Contains(t, text, want)
+	}
+}
+
+// mdLink is a Markdown link's target: a relative path, maybe with an
+// anchor.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinks: every relative link of README.md and docs/*.md names a
+// file of the repository, and its anchor a heading of that file; every
+// page of docs/ is linked from the docs index.
+func TestDocsLinks(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	index, err := os.ReadFile("docs/README.md")
+	require.NoError(t, err)
+	for _, p := range append(pages, "README.md") {
+		src, err := os.ReadFile(p)
+		require.NoError(t, err)
+		if p != "docs/README.md" && p != "README.md" {
+			assert.Contains(t, string(index), "("+filepath.Base(p)+")", "docs/README.md links %s", p)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(src), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := p
+			if file != "" {
+				path = filepath.Join(filepath.Dir(p), file)
+			}
+			body, err := os.ReadFile(path)
+			if !assert.NoError(t, err, "%s links %s", p, target) || anchor == "" {
+				continue
+			}
+			assert.Contains(t, headingAnchors(string(body)), anchor, "%s links %s", p, target)
+		}
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown text: lower case, spaces as dashes, punctuation dropped.
+func headingAnchors(md string) []string {
+	var out []string
+	for _, l := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// TestLayoutListsEveryPackage: docs/layout.md names every package
+// directory of the module (the root's files stand for the root).
+func TestLayoutListsEveryPackage(t *testing.T) {
+	layout, err := os.ReadFile("docs/layout.md")
+	require.NoError(t, err)
+	var missing []string
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if path == "." {
+			return nil
+		}
+		gofiles, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		if len(gofiles) == 0 {
+			return nil
+		}
+		p := filepath.ToSlash(path)
+		if !bytes.Contains(layout, []byte("`"+p+"`")) && !bytes.Contains(layout, []byte("`"+p+"/`")) {
+			missing = append(missing, p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, missing, "packages docs/layout.md does not list")
 }

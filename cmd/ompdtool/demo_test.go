@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,4 +38,19 @@ func TestDemo(t *testing.T) {
 	code, _, errOut = execTool(ctx, "demo", "-sysroot", t.TempDir())
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "do not apply to demo")
+}
+
+// TestDemoInREADME: what the README shows of "ompdtool demo" is what it
+// prints (standard error, then standard output).
+func TestDemoInREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	const prompt = "```\n$ ompdtool demo\n"
+	_, after, ok := strings.Cut(string(readme), prompt)
+	require.True(t, ok, "README.md has no %q block", prompt)
+	shown, _, ok := strings.Cut(after, "```\n")
+	require.True(t, ok)
+	code, out, errOut := execTool(context.Background(), "demo")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, shown, errOut+out)
 }

@@ -290,6 +290,7 @@ func TestEnumerations(t *testing.T) {
 // TestNoRuntime opens a core of a program without OpenMP.
 func TestNoRuntime(t *testing.T) {
 	fixtures.RequireTools(t)
+	fixtures.Watchdog(t, fixtures.LiveBound())
 	dir := t.TempDir()
 	src := filepath.Join(dir, "plain.c")
 	require.NoError(t, os.WriteFile(src, []byte("#include <stdio.h>\nvoid __attribute__((noinline)) stopme(void) { __asm__ volatile(\"\"); }\nint main(void) { stopme(); puts(\"done\"); return 0; }\n"), 0o644))

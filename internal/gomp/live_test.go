@@ -61,6 +61,7 @@ func TestLiveAgainstTruth(t *testing.T) {
 	for _, c := range cases {
 		for _, name := range c.fixtures {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
+				fixtures.Watchdog(t, fixtures.LiveBound())
 				exe := fixtures.BuildWith(t, name, c.info(t))
 				dir := t.TempDir()
 				truthPath := filepath.Join(dir, "truth.json")

@@ -241,6 +241,7 @@ func TestLayoutUnconfirmedLive(t *testing.T) {
 		{"debug-" + fixtures.GompVersions[0], func(t *testing.T) fixtures.RuntimeInfo { return fixtures.GompRuntime(t, fixtures.GompVersions[0]) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			fixtures.Watchdog(t, fixtures.LiveBound())
 			exe := fixtures.BuildWith(t, fixtures.Nested, c.info(t))
 			dir := t.TempDir()
 			env := fixtures.Env(fixtures.Nested,

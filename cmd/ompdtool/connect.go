@@ -22,7 +22,8 @@ func connectMode() mode {
 			"were. EXE names the program's executable when the server's machine is\n" +
 			"another one (with -sysroot or -file-map for its libraries). With -follow it\n" +
 			"waits for the session's next stop and prints it too, until the program\n" +
-			"exits (or Ctrl-C).",
+			"exits (or Ctrl-C); a stop it cannot read (the program's first, before its\n" +
+			"runtime is loaded) is named on standard error and the next one awaited.",
 		flags: flagsCommon | flagsView | flagsFollow,
 		run:   runConnect,
 	}
@@ -57,10 +58,19 @@ func runConnect(ctx context.Context, o *options, args []string, out io.Writer) e
 	}
 	for {
 		o.progressf("process %d, stopped in thread %d", t.Pid(), t.CurrentThread())
-		if err := o.inspect(ctx, t, out); err != nil || !o.follow {
+		err := o.inspect(ctx, t, out)
+		if !o.follow || err != nil && ctx.Err() != nil {
 			return err
 		}
-		err := t.WaitStop(ctx, 0)
+		if err != nil {
+			// One stop that cannot be read (the first stop of "dlv
+			// exec", before the runtime is loaded; a stop the user
+			// left while it was read) does not end the following: a
+			// server that is gone or hung ends it at the next wait.
+			o.progressf("this stop could not be read: %v", err)
+		}
+		o.progressf("waiting for the session's next stop")
+		err = t.WaitStop(ctx, 0)
 		if errors.Is(err, delverpc.ErrExited) {
 			o.progressf("%v", err)
 			return nil

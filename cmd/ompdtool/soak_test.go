@@ -210,9 +210,10 @@ func TestSoakAttach(t *testing.T) {
 
 // TestSoakFollow follows a dlv session through 50 stops (10,000 with
 // OMPD_GO_SOAK=1) of the soak program at soak_round with `ompdtool
-// connect -follow`, run in this process: the user's client continues once
-// the tool printed the stop. Nothing grows; the program's sum is the one
-// it computes alone.
+// connect -follow`, run in this process, from the program's entry (a stop
+// it cannot read: no runtime yet, which must not end the following): the
+// user's client continues once the tool has read the stop and waits for
+// the next. Nothing grows; the program's sum is the one it computes alone.
 func TestSoakFollow(t *testing.T) {
 	n := 50
 	if soakLong(t) {
@@ -227,13 +228,25 @@ func TestSoakFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderrR, stderrW := io.Pipe()
-	var stops atomic.Int64
+	var stops, unread atomic.Int64
+	var firstUnread atomic.Value
 	stopped := make(chan struct{}, 1)
 	go func() {
+		// A stop is done once the tool has read it (or said it could
+		// not) and waits for the next: the user continues only then.
 		sc := bufio.NewScanner(stderrR)
+		inStop := false
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "stopped in thread") {
+			switch l := sc.Text(); {
+			case strings.Contains(l, "stopped in thread"):
 				stops.Add(1)
+				inStop = true
+			case strings.Contains(l, "this stop could not be read"):
+				if unread.Add(1) == 1 {
+					firstUnread.Store(l)
+				}
+			case inStop && strings.Contains(l, "waiting for the session's next stop"):
+				inStop = false
 				stopped <- struct{}{}
 			}
 		}
@@ -245,7 +258,9 @@ func TestSoakFollow(t *testing.T) {
 		done <- run(ctx, []string{"-follow", "connect", s.Srv.Addr}, io.Discard, stderrW)
 		stderrW.Close()
 	}()
-	// The program starts stopped at its entry: the tool says so first.
+	// The program starts stopped at its entry, before its runtime is
+	// loaded: the tool says it cannot read that stop, and waits for the
+	// next.
 	waitStop := func(i int) {
 		select {
 		case <-stopped:
@@ -278,6 +293,12 @@ func TestSoakFollow(t *testing.T) {
 		t.Fatal("connect -follow did not end with the program")
 	}
 	assert.Equal(t, int64(n+1), stops.Load())
+	// The first stop, at the program's entry, has no runtime yet: said,
+	// and followed on; every other stop is read.
+	assert.Equal(t, int64(1), unread.Load(), "stops not read")
+	if l, ok := firstUnread.Load().(string); assert.True(t, ok, "the entry's stop not named unread") {
+		assert.Contains(t, l, "no OpenMP runtime")
+	}
 	assertNoGrowth(t, before, after, fmt.Sprintf("connect -follow through %d stops in %v", n, el.Round(time.Millisecond)))
 	assert.Equal(t, n+1, checkSoakOutput(t, out))
 }

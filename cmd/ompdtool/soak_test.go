@@ -194,6 +194,11 @@ func TestSoakAttach(t *testing.T) {
 		snap, err := as.Snapshot(ctx, ompd.WithBacktraces())
 		require.NoError(t, err, "snapshot %d", i)
 		assert.GreaterOrEqual(t, len(snap.Threads), 64, "threads at attach %d", i)
+		for _, th := range snap.Threads {
+			if !assert.NotEmpty(t, th.Frames, "attach %d (%T): gtid %d's stack (%v)", i, tgt, th.GTID, snap.Errors) {
+				break
+			}
+		}
 		as.Close()
 		require.NoError(t, detach(), "detach %d", i)
 		if i == 1 {

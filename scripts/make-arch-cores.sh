@@ -18,7 +18,7 @@
 # of those are kept for the tests to compare frame for frame.
 #
 # It writes, for machine ARCH and case CASE (libgomp-nested,
-# libgomp-waits, libomp-nested):
+# libgomp-waits, libgomp-tasks, libomp-nested, libomp-tasks):
 #   OUT/ARCH/root/          the machine's files as the program saw them:
 #                           lib/ (the C library, the dynamic linker,
 #                           libgomp), opt/ompd-go/lib/libomp.so,
@@ -152,19 +152,21 @@ for a in "${archs[@]}"; do
 	sysroot="$w/root"
 	rm -rf "$w" "$out/$a"
 	mkdir -p "$w/src/llvm" "$sysroot/lib" "$sysroot/opt/ompd-go/lib" "$sysroot/opt/ompd-go/bin" "$out/$a"
-	cp "$fixtures"/{fixture.h,nested.c,waits.c} "$w/src/"
+	cp "$fixtures"/{fixture.h,nested.c,waits.c,tasks.c} "$w/src/"
 	cp "$omp/include/omp.h" "$w/src/llvm/"
 	cp -L "$omp/lib/libomp.so" "$sysroot/opt/ompd-go/lib/"
 	cases=()
 	# The programs, built in $w/src so that their debug information
 	# names no path of this machine.
-	for p in nested waits; do
+	for p in nested waits tasks; do
 		(cd "$w/src" && "$t-gcc" -g -O0 -fopenmp -Wall -I. "$p.c" -o "$sysroot/opt/ompd-go/bin/libgomp-$p")
 		cases+=("libgomp-$p")
 	done
-	(cd "$w/src" && clang-19 --target="$t" -g -O0 -fopenmp -Wall -I. -Illvm nested.c \
-		-L"$sysroot/opt/ompd-go/lib" -Wl,-rpath,/opt/ompd-go/lib -o "$sysroot/opt/ompd-go/bin/libomp-nested")
-	cases+=(libomp-nested)
+	for p in nested tasks; do
+		(cd "$w/src" && clang-19 --target="$t" -g -O0 -fopenmp -Wall -I. -Illvm "$p.c" \
+			-L"$sysroot/opt/ompd-go/lib" -Wl,-rpath,/opt/ompd-go/lib -o "$sysroot/opt/ompd-go/bin/libomp-$p")
+		cases+=("libomp-$p")
+	done
 	# What they load, from the cross directory.
 	for n in $(needed "$t" "$sysroot"/opt/ompd-go/bin/* "$sysroot/opt/ompd-go/lib/libomp.so" /usr/"$t"/lib/libc.so.6); do
 		[[ -e "/usr/$t/lib/$n" ]] && cp -L "/usr/$t/lib/$n" "$sysroot/lib/"

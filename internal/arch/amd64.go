@@ -79,6 +79,9 @@ func (amd64) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 	return rdi, true
 }
 
+// dumpedFutexWait: x86-64 programs are not run under qemu-user.
+func (amd64) dumpedFutexWait([]uint64, CodeReader) {}
+
 func (amd64) fallback(a *Arch, regs Regs, word WordReader) (Caller, error) {
 	return frameRecord(a, regs, word)
 }

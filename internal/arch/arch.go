@@ -178,6 +178,10 @@ type machine interface {
 	// call, from the registers of its innermost frame and the code at
 	// its PC.
 	futexWait(regs Regs, code CodeReader) (uint64, bool)
+	// dumpedFutexWait rewrites pr, the NT_PRSTATUS words of a thread
+	// in a futex wait as qemu-user's core holds them, as a kernel's core
+	// holds them (see DumpedFutexWait); code is at the PC.
+	dumpedFutexWait(pr []uint64, code CodeReader)
 	// fallback finds a frame's caller without call-frame information.
 	fallback(a *Arch, regs Regs, word WordReader) (Caller, error)
 	// tpOffOK reports whether off is a plausible thread-pointer offset
@@ -314,13 +318,53 @@ type CodeReader func(addr uint64, n int) ([]byte, error)
 // and true, when the registers of its innermost frame show it stopped in
 // one (the system call instruction right before or at its PC, the futex
 // system call's number, the address in the register of its first
-// argument). A register the kernel overwrote with the call's result
-// (-ERESTARTSYS in a kernel's core on x86-64, ppc64 and s390x, when the
-// kernel keeps the argument only in a register DWARF does not number)
-// gives false: the address is unknown then, not guessed.
+// argument; in a kernel's core of ppc64 and s390x, where that register
+// holds the call's result, -ERESTARTSYS, the argument the kernel kept
+// beside it: orig_gpr3, orig_gpr2). Registers that do not show it give
+// false: the address is unknown then, not guessed.
 func (a *Arch) FutexWait(regs Regs, code CodeReader) (uint64, bool) {
 	return a.m.futexWait(regs, code)
 }
+
+// DumpedFutexWait reports whether pr, the NT_PRSTATUS register words of a
+// thread in a core qemu-user wrote, shows the thread in a futex wait
+// (FutexWait; code reads the code at its PC), and if so rewrites pr as a
+// Linux kernel's core of the same thread holds it. The kernel writes the
+// core while the wait returns -ERESTARTSYS to the fatal signal, with the
+// result already where the machine returns it: ppc64's r3 (512 and CR0's
+// summary overflow bit after sc, trap 0xc00; -512 after scv, trap
+// 0x3000; the argument kept in orig_gpr3) and s390x's r2 (-512; the
+// argument kept in orig_gpr2). aarch64's kernel has put x0 back from
+// orig_x0 by then (and the PC back on the svc, to restart it: left as
+// qemu wrote it, as FutexWait reads either, so that one core's
+// backtraces hold for the other); x86-64 programs are not run under
+// qemu. Tests make kernel cores from qemu's with it.
+func (a *Arch) DumpedFutexWait(pr []uint64, code CodeReader) (bool, error) {
+	regs := make(prRegs)
+	if _, err := a.PrStatus(pr, func(n int, v uint64) { regs[n] = v }); err != nil {
+		return false, err
+	}
+	if _, ok := a.FutexWait(regs, code); !ok {
+		return false, nil
+	}
+	a.m.dumpedFutexWait(pr, code)
+	return true, nil
+}
+
+// prRegs is a register set decoded from NT_PRSTATUS.
+type prRegs map[int]uint64
+
+func (r prRegs) Get(n int) (uint64, bool) {
+	v, ok := r[n]
+	return v, ok
+}
+
+// eRESTARTSYS is the kernel's ERESTARTSYS, which a system call interrupted
+// by a signal returns (negated).
+const (
+	eRESTARTSYS    = 512
+	negERESTARTSYS = ^uint64(eRESTARTSYS - 1) // -512
+)
 
 // CallTarget returns where the call instruction that ends at the return
 // address ret goes: a direct call (x86-64's call rel32, aarch64's and

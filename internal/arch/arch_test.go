@@ -158,8 +158,8 @@ func TestPrStatus(t *testing.T) {
 		want map[int]int // DWARF number -> word index
 	}{
 		{ARM64, 0, map[int]int{0: 0, 29: 29, 30: 30, 31: 31, 32: 32}},
-		{PPC64LE, 0x1000 + 13, map[int]int{1: 1, 13: 13, 31: 31, 120: 32, 66: 35, 65: 36}},
-		{S390X, 0x1000 + 18, map[int]int{64: 0, 65: 1, 0: 2, 14: 16, 15: 17}},
+		{PPC64LE, 0x1000 + 13, map[int]int{1: 1, 13: 13, 31: 31, 120: 32, 121: 34, 66: 35, 65: 36}},
+		{S390X, 0x1000 + 18, map[int]int{64: 0, 65: 1, 0: 2, 14: 16, 15: 17, 66: 26}},
 	} {
 		pr := make([]uint64, c.a.PrRegs)
 		for i := range pr {
@@ -252,16 +252,75 @@ func TestFutex(t *testing.T) {
 		{"arm64: no svc", ARM64, svc, regs{32: 0x1010, 8: 98, 0: 0xabc0}, 0, false},
 		{"ppc64: sc", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 0xabc0}, 0xabc0, true},
 		{"ppc64: scv 0", PPC64LE, sc, regs{120: 0x2004, 0: 221, 3: 0xabc0}, 0xabc0, true},
-		{"ppc64: ERESTARTSYS in r3 (a kernel's core)", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 512}, 0, false},
+		{"ppc64: ERESTARTSYS in r3, no orig_gpr3", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 512}, 0, false},
+		{"ppc64: ERESTARTSYS in r3, the address in orig_gpr3 (a kernel's core, sc)", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 512, 121: 0xabc0}, 0xabc0, true},
+		{"ppc64: -ERESTARTSYS in r3, the address in orig_gpr3 (a kernel's core, scv)", PPC64LE, sc, regs{120: 0x2004, 0: 221, 3: ^uint64(511), 121: 0xabc0}, 0xabc0, true},
+		{"ppc64: r3 the address, orig_gpr3 another (qemu's zero)", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 0xabc0, 121: 0}, 0xabc0, true},
+		{"ppc64: ERESTARTSYS in r3, no address in orig_gpr3", PPC64LE, sc, regs{120: 0x1004, 0: 221, 3: 512, 121: 0}, 0, false},
 		{"s390x: svc 238", S390X, s390, regs{65: 0x1002, 2: 0xabc0}, 0xabc0, true},
 		{"s390x: svc 0, r1 238", S390X, s390, regs{65: 0x2002, 1: 238, 2: 0xabc0}, 0xabc0, true},
 		{"s390x: svc 0, another call", S390X, s390, regs{65: 0x2002, 1: 7, 2: 0xabc0}, 0, false},
-		{"s390x: -ERESTARTSYS in r2 (a kernel's core)", S390X, s390, regs{65: 0x1002, 2: ^uint64(511)}, 0, false},
+		{"s390x: -ERESTARTSYS in r2, no orig_gpr2", S390X, s390, regs{65: 0x1002, 2: ^uint64(511)}, 0, false},
+		{"s390x: -ERESTARTSYS in r2, the address in orig_gpr2 (a kernel's core)", S390X, s390, regs{65: 0x1002, 2: ^uint64(511), 66: 0xabc0}, 0xabc0, true},
+		{"s390x: r2 the address, orig_gpr2 qemu's zero", S390X, s390, regs{65: 0x1002, 2: 0xabc0, 66: 0}, 0xabc0, true},
 	} {
 		got, ok := c.a.FutexWait(c.r, c.mem.read)
 		assert.Equal(t, c.ok, ok, c.name)
 		assert.Equal(t, c.want, got, c.name)
 	}
+}
+
+// TestDumpedFutexWait: a futex wait's registers as qemu wrote them become
+// a kernel's (the result in the argument's register, the argument beside
+// it), which FutexWait reads as it read qemu's; other threads, and the
+// machines whose kernel leaves them, are not touched.
+func TestDumpedFutexWait(t *testing.T) {
+	le := binary.LittleEndian
+	sc := code{0x1000: le.AppendUint32(nil, 0x44000002), 0x2000: le.AppendUint32(nil, 0x44000001)}
+	s390 := code{0x1000: {0x0a, 0xee}}
+	svc := code{0x1000: le.AppendUint32(nil, 0xd4000001)}
+	ppc := func(nip uint64) []uint64 {
+		pr := make([]uint64, PPC64LE.PrRegs)
+		pr[0], pr[3], pr[32], pr[38] = 221, 0xabc0, nip, 0x24000000
+		return pr
+	}
+	s390pr := make([]uint64, S390X.PrRegs)
+	s390pr[1], s390pr[4] = 0x1002, 0xabc0
+	arm := make([]uint64, ARM64.PrRegs)
+	arm[0], arm[8], arm[32] = 0xabc0, 98, 0x1004
+	notWaiting := ppc(0x1004)
+	notWaiting[0] = 24
+	for _, c := range []struct {
+		name    string
+		a       *Arch
+		mem     code
+		pr      []uint64
+		waiting bool
+		want    map[int]uint64 // word index -> value after
+	}{
+		{"ppc64: sc", PPC64LE, sc, ppc(0x1004), true, map[int]uint64{3: 512, 34: 0xabc0, 38: 0x34000000, 40: 0xc00}},
+		{"ppc64: scv", PPC64LE, sc, ppc(0x2004), true, map[int]uint64{3: ^uint64(511), 34: 0xabc0, 38: 0x24000000, 40: 0x3000}},
+		{"ppc64: another call", PPC64LE, sc, notWaiting, false, map[int]uint64{3: 0xabc0, 34: 0}},
+		{"s390x", S390X, s390, s390pr, true, map[int]uint64{4: ^uint64(511), 26: 0xabc0}},
+		{"arm64: as qemu wrote it", ARM64, svc, arm, true, map[int]uint64{0: 0xabc0, 32: 0x1004}},
+	} {
+		waiting, err := c.a.DumpedFutexWait(c.pr, c.mem.read)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.waiting, waiting, c.name)
+		for i, v := range c.want {
+			assert.Equal(t, v, c.pr[i], "%s: word %d", c.name, i)
+		}
+		regs := regs{}
+		_, err = c.a.PrStatus(c.pr, func(n int, v uint64) { regs[n] = v })
+		require.NoError(t, err)
+		addr, ok := c.a.FutexWait(regs, c.mem.read)
+		assert.Equal(t, c.waiting, ok, c.name)
+		if ok {
+			assert.Equal(t, uint64(0xabc0), addr, c.name)
+		}
+	}
+	_, err := PPC64LE.DumpedFutexWait(make([]uint64, 3), sc.read)
+	assert.Error(t, err, "a short register set")
 }
 
 // TestFallbacks: aarch64's frame records, ppc64's back chain, and none on

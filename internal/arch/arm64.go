@@ -87,6 +87,11 @@ func (arm64) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 // fallback follows the frame records: x29 points at {caller's x29, return
 // address}. The caller's SP is not known from them (the record need not
 // be at the top of the frame), so it is left unknown.
+// dumpedFutexWait: the kernel puts x0 back from orig_x0 before the dump;
+// the PC it moves back on the svc is left as qemu wrote it (see
+// Arch.DumpedFutexWait).
+func (arm64) dumpedFutexWait([]uint64, CodeReader) {}
+
 func (arm64) fallback(a *Arch, regs Regs, word WordReader) (Caller, error) {
 	c, err := frameRecord(a, regs, word)
 	c.SP = 0

@@ -11,16 +11,18 @@ import (
 // DWARF numbers 0 to 31 r0 to r31 (r1 the stack pointer, r13 the thread
 // pointer), 65 the link register (the call-frame information's return
 // address column) and 66 ctr; it has no number for the instruction
-// address, which register sets keep at 120, a number it leaves unused.
+// address, which register sets keep at 120, a number it leaves unused,
+// and orig_gpr3 (the first argument of the system call the thread is in),
+// kept at 121.
 // NT_PRSTATUS holds struct pt_regs (48 words: r0 to r31, nip, msr,
 // orig_gpr3, ctr, link, xer, ccr, ...). TLS is variant I: the thread
 // pointer points 0x7000 past the end of the TCB, the static TLS blocks
 // start at the TCB's end, and glibc's struct pthread lies below the TCB
 // (libthread_db's descriptor _thread_db_register64 gives the thread
 // pointer's distance from it). A futex wait is an sc (or scv 0) with r0
-// 221 (futex), the address in r3; a kernel's core has the system call's
-// error in r3 (the argument only in orig_gpr3, which DWARF does not
-// number), so the address is known from qemu's cores only. Leaf
+// 221 (futex), the address in r3, or, in a kernel's core, which has the
+// system call's error in r3 (-ERESTARTSYS: 512 with CR0's summary
+// overflow bit after sc, -512 after scv), in orig_gpr3. Leaf
 // functions need no frame; the back chain (each frame's first word points
 // at its caller's frame, whose third word holds the saved link register)
 // links the others.
@@ -34,7 +36,7 @@ var PPC64LE = register(&Arch{
 	PC:               ppc64PC,
 	SP:               1,
 	FP:               31,
-	NumRegs:          ppc64PC + 1,
+	NumRegs:          ppc64OrigR3 + 1,
 	LeafCFAAtSP:      true,
 	TLS:              VariantI,
 	TPOffReloc:       uint32(elf.R_PPC64_TPREL64),
@@ -48,8 +50,12 @@ var PPC64LE = register(&Arch{
 	m:                ppc64{},
 })
 
-// ppc64PC is where ppc64's register sets keep the instruction address.
-const ppc64PC = 120
+// ppc64PC is where ppc64's register sets keep the instruction address,
+// ppc64OrigR3 the first argument of a system call (orig_gpr3).
+const (
+	ppc64PC     = 120
+	ppc64OrigR3 = 121
+)
 
 type ppc64 struct{}
 
@@ -57,9 +63,10 @@ func (ppc64) prstatus(pr []uint64, set func(int, uint64)) uint64 {
 	for n := 0; n < 32; n++ {
 		set(n, pr[n])
 	}
-	set(ppc64PC, pr[32]) // nip
-	set(66, pr[35])      // ctr
-	set(65, pr[36])      // link
+	set(ppc64PC, pr[32])     // nip
+	set(ppc64OrigR3, pr[34]) // orig_gpr3
+	set(66, pr[35])          // ctr
+	set(65, pr[36])          // link
 	return pr[13]
 }
 
@@ -85,6 +92,9 @@ func (ppc64) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 	pc, ok1 := regs.Get(ppc64PC)
 	nr, ok2 := regs.Get(0)
 	r3, ok3 := regs.Get(3)
+	if ok3 && !userAddress(r3) {
+		r3, ok3 = regs.Get(ppc64OrigR3)
+	}
 	if !ok1 || !ok2 || !ok3 || nr != 221 || !userAddress(r3) || pc < 4 {
 		return 0, false
 	}
@@ -96,6 +106,19 @@ func (ppc64) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 		return 0, false
 	}
 	return r3, true
+}
+
+// dumpedFutexWait: the result in r3, the argument in orig_gpr3, the
+// summary overflow bit and trap 0xc00 after sc; -512 and trap 0x3000
+// after scv.
+func (ppc64) dumpedFutexWait(pr []uint64, code CodeReader) {
+	pr[34] = pr[3]                                                                              // orig_gpr3
+	if b, err := code(pr[32]-4, 4); err == nil && binary.LittleEndian.Uint32(b) == 0x44000001 { // scv 0
+		pr[3], pr[40] = negERESTARTSYS, 0x3000
+		return
+	}
+	pr[3], pr[40] = eRESTARTSYS, 0xc00
+	pr[38] |= 0x10000000 // ccr: CR0's summary overflow
 }
 
 // fallback follows the back chain: the word at the stack pointer is the

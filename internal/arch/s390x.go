@@ -10,15 +10,16 @@ import (
 //
 // DWARF numbers 0 to 15 r0 to r15 (r15 the stack pointer, r14 the return
 // address column of the call-frame information, r11 GCC's frame pointer),
-// 64 and 65 the PSW's mask and address (the program counter).
+// 64 and 65 the PSW's mask and address (the program counter); register
+// sets keep orig_gpr2 (the first argument of the system call the thread
+// is in) at 66, a number DWARF leaves unused.
 // NT_PRSTATUS holds struct s390_regs (27 words: psw mask and address, r0
 // to r15, the sixteen 32-bit access registers, orig_gpr2); the thread
 // pointer is access registers a0:a1, the first access-register word read
 // big-endian. TLS is variant II, the thread pointer glibc's struct pthread.
-// A futex wait is an svc 238 (or svc 0 with r1 238), the address in r2; a
-// kernel's core has the system call's error in r2 (the argument only in
-// orig_gpr2, which DWARF does not number), so the address is known from
-// qemu's cores only. A frame's CFA is 160 bytes above its stack pointer
+// A futex wait is an svc 238 (or svc 0 with r1 238), the address in r2,
+// or, in a kernel's core, which has the system call's error in r2
+// (-ERESTARTSYS), in orig_gpr2. A frame's CFA is 160 bytes above its stack pointer
 // (the register save area its caller provides), and there is no frame
 // chain to follow without call-frame information (code is built without
 // -mbackchain).
@@ -32,7 +33,7 @@ var S390X = register(&Arch{
 	PC:               65,
 	SP:               15,
 	FP:               11,
-	NumRegs:          66,
+	NumRegs:          s390xOrigGPR2 + 1,
 	CallerSPOffset:   -160,
 	TLS:              VariantII,
 	TPOffReloc:       uint32(elf.R_390_TLS_TPOFF),
@@ -43,6 +44,9 @@ var S390X = register(&Arch{
 	m:                s390x{},
 })
 
+// s390xOrigGPR2 is where s390x's register sets keep orig_gpr2.
+const s390xOrigGPR2 = 66
+
 type s390x struct{}
 
 func (s390x) prstatus(pr []uint64, set func(int, uint64)) uint64 {
@@ -51,6 +55,7 @@ func (s390x) prstatus(pr []uint64, set func(int, uint64)) uint64 {
 	for n := 0; n < 16; n++ {
 		set(n, pr[2+n])
 	}
+	set(s390xOrigGPR2, pr[26])
 	return pr[18] // a0:a1
 }
 
@@ -61,6 +66,9 @@ func (s390x) threadSelf(Descriptors) (int64, error) { return 0, nil }
 func (s390x) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 	pc, ok1 := regs.Get(65)
 	r2, ok2 := regs.Get(2)
+	if ok2 && !userAddress(r2) {
+		r2, ok2 = regs.Get(s390xOrigGPR2)
+	}
 	if !ok1 || !ok2 || !userAddress(r2) || pc < 2 {
 		return 0, false
 	}
@@ -78,6 +86,12 @@ func (s390x) futexWait(regs Regs, code CodeReader) (uint64, bool) {
 		return 0, false
 	}
 	return r2, true
+}
+
+// dumpedFutexWait: the result in r2, the argument in orig_gpr2.
+func (s390x) dumpedFutexWait(pr []uint64, _ CodeReader) {
+	pr[26] = pr[4]
+	pr[4] = negERESTARTSYS
 }
 
 func (s390x) fallback(*Arch, Regs, WordReader) (Caller, error) { return Caller{}, ErrNoChain }

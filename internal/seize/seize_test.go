@@ -85,6 +85,18 @@ func hold(t *testing.T, name string) *held {
 
 func (h *held) pid() int { return h.cmd.Process.Pid }
 
+// attach seizes process pid and lets it go when the test ends, before
+// the program is killed and waited for (cleanups run last first): a
+// program killed while seized would leave its threads for this process,
+// its tracer, to collect, and the wait for it would never end.
+func attach(t *testing.T, pid int) *Process {
+	t.Helper()
+	p, err := Attach(context.Background(), pid)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Detach() })
+	return p
+}
+
 // loadTruth is what the program recorded, with what its runtime displayed.
 func (h *held) loadTruth(t *testing.T) *fixtures.Truth {
 	t.Helper()
@@ -141,8 +153,7 @@ func assertRunning(t *testing.T, pid int) {
 // detaches, and the program runs on to exit 0.
 func TestAttachTruth(t *testing.T) {
 	h := hold(t, fixtures.Nested)
-	p, err := Attach(context.Background(), h.pid())
-	require.NoError(t, err)
+	p := attach(t, h.pid())
 	truth := h.loadTruth(t)
 	ths, err := p.Threads()
 	require.NoError(t, err)
@@ -202,8 +213,7 @@ func TestTracerKilled(t *testing.T) {
 		}
 		assertRunning(t, h.pid())
 	}
-	p, err := Attach(context.Background(), h.pid())
-	require.NoError(t, err)
+	p := attach(t, h.pid())
 	release, err := p.LookupSymbol("ompd_fixture_release")
 	require.NoError(t, err)
 	require.NoError(t, p.Detach())
@@ -241,8 +251,7 @@ func TestTraced(t *testing.T) {
 // before stays.
 func TestExitWhileRead(t *testing.T) {
 	h := hold(t, fixtures.Nested)
-	p, err := Attach(context.Background(), h.pid())
-	require.NoError(t, err)
+	p := attach(t, h.pid())
 	as, err := ompd.Open(p)
 	require.NoError(t, err)
 	s, err := as.Snapshot(context.Background())
@@ -272,8 +281,7 @@ func TestStoppedStays(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the process does not stop")
 	}
-	p, err := Attach(context.Background(), h.pid())
-	require.NoError(t, err)
+	p := attach(t, h.pid())
 	as, err := ompd.Open(p)
 	require.NoError(t, err)
 	_, err = as.Snapshot(context.Background())

@@ -177,30 +177,8 @@ func TestSoakAttach(t *testing.T) {
 	defer cancel()
 	var before usage
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		var tgt target.Target
-		var detach func() error
-		if i%2 == 0 {
-			p, err := delve.Attach(ctx, s.cmd.Process.Pid)
-			require.NoError(t, err, "attach %d", i)
-			tgt, detach = p, func() error { return p.Detach(false) }
-		} else {
-			p, err := seize.Attach(ctx, s.cmd.Process.Pid)
-			require.NoError(t, err, "seize %d", i)
-			tgt, detach = p, p.Detach
-		}
-		as, err := ompd.Open(tgt)
-		require.NoError(t, err, "open %d", i)
-		snap, err := as.Snapshot(ctx, ompd.WithBacktraces())
-		require.NoError(t, err, "snapshot %d", i)
-		assert.GreaterOrEqual(t, len(snap.Threads), 64, "threads at attach %d", i)
-		for _, th := range snap.Threads {
-			if !assert.NotEmpty(t, th.Frames, "attach %d (%T): gtid %d's stack (%v)", i, tgt, th.GTID, snap.Errors) {
-				break
-			}
-		}
-		as.Close()
-		require.NoError(t, detach(), "detach %d", i)
+	for i := 0; i < n && !t.Failed(); i++ {
+		soakAttachOnce(t, ctx, s.cmd.Process.Pid, i)
 		if i == 1 {
 			// What the first reads of each kind open stays (debug
 			// files' indexes): measured from there.
@@ -211,6 +189,45 @@ func TestSoakAttach(t *testing.T) {
 	after := measure(t)
 	assertNoGrowth(t, before, after, fmt.Sprintf("%d attaches, snapshots with stacks and detaches in %v", n, el.Round(time.Millisecond)))
 	s.finish(t)
+}
+
+// soakAttachOnce attaches to process pid (through Delve when i is even,
+// seize otherwise), takes a snapshot with stacks and detaches. A failed
+// check still detaches: a program left attached would be killed at the
+// test's end and waited for in vain, its threads waiting for their
+// tracer, this process, to collect them.
+func soakAttachOnce(t *testing.T, ctx context.Context, pid, i int) {
+	var tgt target.Target
+	var detach func() error
+	if i%2 == 0 {
+		p, err := delve.Attach(ctx, pid)
+		require.NoError(t, err, "attach %d", i)
+		tgt, detach = p, func() error { return p.Detach(false) }
+	} else {
+		p, err := seize.Attach(ctx, pid)
+		require.NoError(t, err, "seize %d", i)
+		tgt, detach = p, p.Detach
+	}
+	detached := false
+	defer func() {
+		if !detached {
+			_ = detach()
+		}
+	}()
+	as, err := ompd.Open(tgt)
+	require.NoError(t, err, "open %d", i)
+	defer as.Close()
+	snap, err := as.Snapshot(ctx, ompd.WithBacktraces())
+	require.NoError(t, err, "snapshot %d", i)
+	assert.GreaterOrEqual(t, len(snap.Threads), 64, "threads at attach %d", i)
+	for _, th := range snap.Threads {
+		if !assert.NotEmpty(t, th.Frames, "attach %d (%T): gtid %d's stack (%v)", i, tgt, th.GTID, snap.Errors) {
+			break
+		}
+	}
+	as.Close()
+	detached = true
+	require.NoError(t, detach(), "detach %d", i)
 }
 
 // TestSoakFollow follows a dlv session through 50 stops (10,000 with

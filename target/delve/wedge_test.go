@@ -139,6 +139,8 @@ func TestWedgeGiveUp(t *testing.T) {
 	// Another debugger attaches, reads it, and lets it go.
 	sp, err := seize.Attach(ctx, p.pid)
 	require.NoError(t, err)
+	// Let go before the program is killed, should a check fail.
+	t.Cleanup(func() { _ = sp.Detach() })
 	as, err := ompd.Open(sp)
 	require.NoError(t, err)
 	_, err = as.Snapshot(ctx)

@@ -499,6 +499,9 @@ func TestLiveMatchesCore(t *testing.T) {
 	p, err := Attach(context.Background(), cmd.Process.Pid)
 	unavailable(t, err)
 	require.NoError(t, err)
+	// Detached before the program is killed, should a check fail (a
+	// traced program killed is never collected by a wait).
+	t.Cleanup(func() { _ = p.Detach(false) })
 	as, err := ompd.Open(p)
 	require.NoError(t, err)
 	live, err := as.Snapshot(ctx)
@@ -528,6 +531,7 @@ func TestLiveMatchesCore(t *testing.T) {
 	// Release the program and let it finish.
 	p2, err := Attach(context.Background(), cmd.Process.Pid)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p2.Detach(false) })
 	release(t, p2)
 	require.NoError(t, p2.Detach(false))
 	waitExit(t, cmd)

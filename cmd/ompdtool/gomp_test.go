@@ -163,7 +163,9 @@ func checkThreadsText(t *testing.T, out string, truth *fixtures.Truth, fn, nthre
 
 // TestCoreGompHung: a hung gcc program on the system's libgomp (no debug
 // information) prints every thread's wait, none "state unknown": the
-// hung fixture's roles, each with the state the tool names for it.
+// hung fixture's roles, each with the state the tool names for it. Its
+// JSON marks each display variable and global ICV the start-up
+// environment gave as such.
 func TestCoreGompHung(t *testing.T) {
 	stop := fixtures.CoreWith(t, fixtures.SystemGomp(t), fixtures.Hung)
 	out := runTool(t, "-json", "core", "-debug-dir", t.TempDir(), stop.Exe, stop.Core)
@@ -173,8 +175,30 @@ func TestCoreGompHung(t *testing.T) {
 			State        string `json:"state"`
 			StateUnknown string `json:"state_unknown"`
 		} `json:"threads"`
+		ICVs []struct {
+			Name, Value, Source string
+		} `json:"icvs"`
+		DisplayVars []struct {
+			Name, Value, Source string
+		} `json:"display_vars"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &snap), out)
+	// libgomp's globals are out of reach: what the start-up environment
+	// says, each value marked with its source.
+	require.NotEmpty(t, snap.DisplayVars)
+	for _, v := range snap.DisplayVars {
+		assert.Equal(t, "environment", v.Source, "display variable %s", v.Name)
+	}
+	assert.Contains(t, snap.DisplayVars, struct{ Name, Value, Source string }{"OMP_STACKSIZE", "256K", "environment"})
+	stack := false
+	for _, v := range snap.ICVs {
+		if v.Name == "stacksize-var" {
+			stack = true
+			assert.Equal(t, "262144", v.Value)
+			assert.Equal(t, "environment", v.Source, "stacksize-var from OMP_STACKSIZE")
+		}
+	}
+	assert.True(t, stack, "stacksize-var, derived from OMP_STACKSIZE")
 	want := map[string]string{
 		fixtures.RoleStopper: "work_serial", fixtures.RoleIdle: "idle", fixtures.RoleWorking: "work_parallel",
 		fixtures.RoleImplicitBarrier: "wait_barrier_implicit_parallel", fixtures.RoleBarrier: "wait_barrier",

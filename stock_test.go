@@ -98,3 +98,36 @@ func TestStockRuntimesUntracked(t *testing.T) {
 		}
 	}
 }
+
+// TestStockRuntimesWaits: on each stock runtime, programs started without
+// OMP_DEBUG=enabled, every thread's state read from its stack is its
+// role's: a worksharing construct's implicit barrier (for static and
+// dynamic, single, sections) apart from an explicit one, a nest lock, the
+// unnamed critical section. The waits fixture runs with futex locks
+// (KMP_LOCK_KIND=futex): it waits until its waiters sleep in the kernel,
+// and the runtime's default locks spin. The workshare fixture runs on LLVM
+// 19 only: clang 19's dynamic loops call __kmpc_dispatch_deinit, which
+// older runtimes lack.
+func TestStockRuntimesWaits(t *testing.T) {
+	for _, info := range fixtures.StockRuntimes(t) {
+		info := info.WithoutOMPDebug()
+		for _, c := range []struct {
+			name string
+			env  []string
+		}{{fixtures.Workshare, nil}, {fixtures.Waits, []string{"KMP_LOCK_KIND=futex"}}} {
+			if c.name == fixtures.Workshare && info.Stock.Major < 19 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s-%d/%s", info.Stock.Suite, info.Stock.Major, c.name), func(t *testing.T) {
+				stop := fixtures.CoreWith(t, info.WithEnv(c.env...), c.name)
+				as := openStock(t, stop)
+				for i := range stop.Truth.Threads {
+					tt := &stop.Truth.Threads[i]
+					t.Run(fmt.Sprintf("tid%d-%s", tt.TID, tt.Role), func(t *testing.T) {
+						ompdtest.CheckInferredState(t, stop.Truth, tt, ompdtest.Thread(t, as, tt))
+					})
+				}
+			})
+		}
+	}
+}

@@ -551,6 +551,12 @@ func CheckInferredState(t *testing.T, truth *fixtures.Truth, tt *fixtures.Thread
 		assert.Equal(t, ompd.StateWaitLock, st)
 	case fixtures.RoleCritical:
 		assert.Equal(t, ompd.StateWaitCritical, st)
+	case fixtures.RoleTaskgroup:
+		assert.Equal(t, ompd.StateWaitTaskgroup, st)
+	case fixtures.RoleTaskwait:
+		assert.Equal(t, ompd.StateWaitTaskwait, st)
+	case fixtures.RoleOrdered:
+		assert.Equal(t, ompd.StateWaitOrdered, st)
 	default:
 		t.Fatalf("unknown role %q", tt.Role)
 	}

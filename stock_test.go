@@ -103,18 +103,21 @@ func TestStockRuntimesUntracked(t *testing.T) {
 // OMP_DEBUG=enabled, every thread's state read from its stack is its
 // role's: a worksharing construct's implicit barrier (for static and
 // dynamic, single, sections) apart from an explicit one, a nest lock, the
-// unnamed critical section. The waits fixture runs with futex locks
-// (KMP_LOCK_KIND=futex): it waits until its waiters sleep in the kernel,
-// and the runtime's default locks spin. The workshare fixture runs on LLVM
-// 19 only: clang 19's dynamic loops call __kmpc_dispatch_deinit, which
-// older runtimes lack.
+// unnamed critical section, a taskgroup's end, a taskwait. The waits
+// fixture runs with futex locks (KMP_LOCK_KIND=futex): it waits until its
+// waiters sleep in the kernel, and the runtime's default locks spin. The
+// taskwaits fixture's waiters spin (LLVM's taskwait never sleeps): it
+// stops once they arrived and settled (OMPD_FIXTURE_SPIN_WAITS=1). The
+// workshare fixture runs on LLVM 19 only: clang 19's dynamic loops call
+// __kmpc_dispatch_deinit, which older runtimes lack.
 func TestStockRuntimesWaits(t *testing.T) {
 	for _, info := range fixtures.StockRuntimes(t) {
 		info := info.WithoutOMPDebug()
 		for _, c := range []struct {
 			name string
 			env  []string
-		}{{fixtures.Workshare, nil}, {fixtures.Waits, []string{"KMP_LOCK_KIND=futex"}}} {
+		}{{fixtures.Workshare, nil}, {fixtures.Waits, []string{"KMP_LOCK_KIND=futex"}},
+			{fixtures.TaskWaits, []string{"OMPD_FIXTURE_SPIN_WAITS=1"}}} {
 			if c.name == fixtures.Workshare && info.Stock.Major < 19 {
 				continue
 			}

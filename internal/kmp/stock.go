@@ -162,7 +162,11 @@ func openStock(t target.Target, rt *Runtime, fork uint64) (*stockRuntime, error)
 	}
 	cands, why := s.candidates(t)
 	if len(cands) == 0 {
-		return s, errorf(omprt.ErrIncompatible, "%v is an LLVM OpenMP runtime of no release this package knows (%s)", lib, knownList())
+		said := ""
+		if major := pathRelease(lib.name); major > 0 {
+			said = fmt.Sprintf("its path says LLVM %d; ", major)
+		}
+		return s, errorf(omprt.ErrIncompatible, "%v is an LLVM OpenMP runtime of no release this package knows (%s%s)", lib, said, knownList())
 	}
 	var tried []string
 	for _, rel := range cands {
@@ -576,11 +580,7 @@ func (s *stockRuntime) hint() string {
 	if s != nil && s.rel != nil {
 		major = s.rel.major
 	} else if s != nil && s.lib != nil {
-		// Debian and Ubuntu install release N under /usr/lib/llvm-N.
-		if _, after, ok := strings.Cut(s.lib.name, "/llvm-"); ok {
-			n, _, _ := strings.Cut(after, "/")
-			major, _ = strconv.Atoi(n)
-		}
+		major = pathRelease(s.lib.name)
 	}
 	if major > 0 {
 		pkg = fmt.Sprintf("the package libomp5-%d-dbgsym (Debian's debug archive; Ubuntu's ddebs archive)", major)
@@ -590,6 +590,21 @@ func (s *stockRuntime) hint() string {
 		id += " " + s.lib.buildID
 	}
 	return fmt.Sprintf("its debug information would help: %s installs it under /usr/lib/debug, where it is found by %s, and a debuginfod server (DEBUGINFOD_URLS) would fetch it by %s", pkg, id, id)
+}
+
+// pathRelease returns the LLVM release a library's path names, 0 for
+// none: Debian and Ubuntu install release N under /usr/lib/llvm-N.
+func pathRelease(name string) int {
+	_, after, ok := strings.Cut(name, "/llvm-")
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(after, "/")
+	major, err := strconv.Atoi(n)
+	if err != nil || major <= 0 {
+		return 0
+	}
+	return major
 }
 
 // fieldOffset returns the offset of a member no OMPD table gives: from the

@@ -82,7 +82,7 @@ func TestStockUnknownRelease(t *testing.T) {
 	}
 	withReleases(t, others)
 	_, err := Open(c)
-	checkRefused(t, err, info, "of no release this package knows", "/llvm-13/")
+	checkRefused(t, err, info, "of no release this package knows (its path says LLVM 13; known: LLVM 14.0.6", "/llvm-13/")
 	assert.ErrorIs(t, err, target.ErrNotFound, "the target's lookup error, with what it searched")
 }
 

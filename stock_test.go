@@ -103,12 +103,15 @@ func TestStockRuntimesUntracked(t *testing.T) {
 // OMP_DEBUG=enabled, every thread's state read from its stack is its
 // role's: a worksharing construct's implicit barrier (for static and
 // dynamic, single, sections) apart from an explicit one, a nest lock, the
-// unnamed critical section, a taskgroup's end, a taskwait. The waits
+// unnamed critical section, a taskgroup's end, a taskwait; and the hung
+// fixture's every wait in one process (ordered and a named critical
+// section too, a team a pthread started, workers idle). The waits
 // fixture runs with futex locks (KMP_LOCK_KIND=futex): it waits until its
 // waiters sleep in the kernel, and the runtime's default locks spin. The
-// taskwaits fixture's waiters spin (LLVM's taskwait never sleeps): it
-// stops once they arrived and settled (OMPD_FIXTURE_SPIN_WAITS=1). The
-// workshare fixture runs on LLVM 19 only: clang 19's dynamic loops call
+// taskwaits and hung fixtures' waiters spin (LLVM's taskwait never
+// sleeps): they stop once their waiters arrived and settled
+// (OMPD_FIXTURE_SPIN_WAITS=1). The workshare and hung fixtures run on
+// LLVM 19 only: clang 19's dynamic and ordered loops call
 // __kmpc_dispatch_deinit, which older runtimes lack.
 func TestStockRuntimesWaits(t *testing.T) {
 	for _, info := range fixtures.StockRuntimes(t) {
@@ -117,8 +120,9 @@ func TestStockRuntimesWaits(t *testing.T) {
 			name string
 			env  []string
 		}{{fixtures.Workshare, nil}, {fixtures.Waits, []string{"KMP_LOCK_KIND=futex"}},
-			{fixtures.TaskWaits, []string{"OMPD_FIXTURE_SPIN_WAITS=1"}}} {
-			if c.name == fixtures.Workshare && info.Stock.Major < 19 {
+			{fixtures.TaskWaits, []string{"OMPD_FIXTURE_SPIN_WAITS=1"}},
+			{fixtures.Hung, []string{"OMPD_FIXTURE_SPIN_WAITS=1"}}} {
+			if (c.name == fixtures.Workshare || c.name == fixtures.Hung) && info.Stock.Major < 19 {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s-%d/%s", info.Stock.Suite, info.Stock.Major, c.name), func(t *testing.T) {

@@ -521,8 +521,10 @@ func checkState(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt *
 // work, a barrier waiter waits in an explicit barrier, a lock waiter for
 // a lock, a critical waiter for a critical section, an idle hot-team
 // worker is idle, a worker past its region's body waits in the implicit
-// barrier that ends the region). Unlike the recorded states (checkState), a critical
-// section reads as one, and an idle worker as idle: what the thread does,
+// barrier that ends the region, one past its share of a worksharing
+// construct in that construct's implicit barrier; taskwait, taskgroup and
+// ordered waiters in theirs). Unlike the recorded states (checkState), a
+// critical section reads as one, and an idle worker as idle: what the thread does,
 // not what LLVM 19.1.7 leaves in its state. Wait ids are not read from
 // stacks (the runtime's locks spin without a futex): none is checked.
 func CheckInferredState(t *testing.T, truth *fixtures.Truth, tt *fixtures.Thread, th ompd.Thread) {

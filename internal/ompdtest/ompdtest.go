@@ -541,27 +541,28 @@ func CheckInferredState(t *testing.T, truth *fixtures.Truth, tt *fixtures.Thread
 		} else {
 			assert.Equal(t, ompd.StateWorkSerial, st)
 		}
-	case fixtures.RoleIdle:
-		assert.Equal(t, ompd.StateIdle, st, "idle hot-team worker, in its fork barrier")
-	case fixtures.RoleImplicitBarrier:
-		assert.Equal(t, ompd.StateWaitBarrierImplicitParallel, st, "in the barrier that ends its region")
-	case fixtures.RoleWorkshareBarrier:
-		assert.Equal(t, ompd.StateWaitBarrierImplicitWorkshare, st, "in the barrier that ends its %s", tt.Construct)
-	case fixtures.RoleBarrier:
-		assert.Equal(t, ompd.StateWaitBarrierExplicit, st)
-	case fixtures.RoleLock:
-		assert.Equal(t, ompd.StateWaitLock, st)
-	case fixtures.RoleCritical:
-		assert.Equal(t, ompd.StateWaitCritical, st)
-	case fixtures.RoleTaskgroup:
-		assert.Equal(t, ompd.StateWaitTaskgroup, st)
-	case fixtures.RoleTaskwait:
-		assert.Equal(t, ompd.StateWaitTaskwait, st)
-	case fixtures.RoleOrdered:
-		assert.Equal(t, ompd.StateWaitOrdered, st)
 	default:
-		t.Fatalf("unknown role %q", tt.Role)
+		want, ok := inferredStates[tt.Role]
+		if !ok {
+			t.Fatalf("unknown role %q", tt.Role)
+		}
+		assert.Equal(t, want, st, "role %s (%s)", tt.Role, tt.Construct)
 	}
+}
+
+// inferredStates are the states read from the stacks of the threads of
+// each waiting role. A worksharing construct's barrier is told from an
+// explicit one by the ident_t the program passed to __kmpc_barrier.
+var inferredStates = map[string]ompd.State{
+	fixtures.RoleIdle:             ompd.StateIdle, // a hot-team worker in its fork barrier
+	fixtures.RoleImplicitBarrier:  ompd.StateWaitBarrierImplicitParallel,
+	fixtures.RoleBarrier:          ompd.StateWaitBarrierExplicit,
+	fixtures.RoleWorkshareBarrier: ompd.StateWaitBarrierImplicitWorkshare,
+	fixtures.RoleLock:             ompd.StateWaitLock,
+	fixtures.RoleCritical:         ompd.StateWaitCritical,
+	fixtures.RoleTaskgroup:        ompd.StateWaitTaskgroup,
+	fixtures.RoleTaskwait:         ompd.StateWaitTaskwait,
+	fixtures.RoleOrdered:          ompd.StateWaitOrdered,
 }
 
 // implicitBarrier is the state LLVM's runtime records for a thread in the

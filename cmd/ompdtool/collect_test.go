@@ -167,16 +167,7 @@ func TestTaskRanks(t *testing.T) {
 // rank: then it gets a rank no process has.
 func TestPIDRanks(t *testing.T) {
 	start := func(env ...string) int {
-		// This test binary, asleep (see TestMain): no other program is
-		// needed.
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(env, asSleeper+"=1")
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		return cmd.Process.Pid
+		return fixtures.Sleeper(t, time.Minute, env...).Process.Pid
 	}
 	a, b, c := start(), start("PMIX_RANK=0"), start()
 	var o options

@@ -28,10 +28,6 @@ import (
 // through srun, as the collector of each node).
 const asTool = "OMPDTOOL_TEST_AS_TOOL"
 
-// asSleeper makes the test binary sleep a minute and exit, as a process
-// for tests to find by its environment.
-const asSleeper = "OMPDTOOL_TEST_SLEEP"
-
 // stopBefore makes the test binary run as ompdtool collect stop itself
 // (SIGSTOP) before it reads the rank it names.
 const stopBefore = "OMPDTOOL_TEST_STOP_BEFORE"
@@ -54,10 +50,6 @@ const graceEnv = "OMPDTOOL_TEST_GRACE"
 const exeModeEnv = "OMPDTOOL_TEST_EXE_MODE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asSleeper) == "1" {
-		time.Sleep(time.Minute)
-		os.Exit(0)
-	}
 	if os.Getenv(asTool) == "1" {
 		testHooks()
 		main()

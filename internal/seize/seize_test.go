@@ -303,8 +303,8 @@ func TestStoppedStays(t *testing.T) {
 
 // TestAttachErrors: a process that is gone, and a bad id.
 func TestAttachErrors(t *testing.T) {
-	cmd := exec.Command("true")
-	require.NoError(t, cmd.Run())
+	cmd := fixtures.Sleeper(t, 0)
+	require.NoError(t, cmd.Wait())
 	_, err := Attach(context.Background(), cmd.Process.Pid)
 	assert.ErrorIs(t, err, ErrExited)
 	_, err = Attach(context.Background(), -1)

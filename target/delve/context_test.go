@@ -3,14 +3,16 @@ package delve
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ompd-go/ompd/internal/fixtures"
 )
 
 // TestLaunchAttachContext: Launch and Attach take their context as every
@@ -23,14 +25,7 @@ func TestLaunchAttachContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, p)
 
-	sleep, err := exec.LookPath("sleep")
-	require.NoError(t, err)
-	cmd := exec.Command(sleep, "60")
-	require.NoError(t, cmd.Start())
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	cmd := fixtures.Sleeper(t, time.Minute)
 	p, err = Attach(ctx, cmd.Process.Pid)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, p)

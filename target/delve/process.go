@@ -159,9 +159,12 @@ func mergeEnv(env, extra []string) []string {
 // WithDebuginfod, WithDebuginfodFromEnv, WithDebugContext) apply to an
 // attached process.
 //
-// ctx bounds the attach: when it is done, Attach returns ctx's error,
-// leaving the process as it was (Delve's attach itself, which stops every
-// thread, runs to its end first).
+// ctx bounds the attach: when it is done, Attach returns ctx's error at
+// once. Delve's attach waits for every thread to stop, which a thread
+// can delay as long as its reason lasts (one in vfork until its child
+// execs or exits, one in an uninterruptible sleep): that attach then
+// goes on in the background and lets the process go, running, once it
+// ends.
 func Attach(ctx context.Context, pid int, opts ...Option) (*Process, error) {
 	if err := checkDelveVersion(version.DelveVersion); err != nil {
 		return nil, err
@@ -173,8 +176,11 @@ func Attach(ctx context.Context, pid int, opts ...Option) (*Process, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	grp, err := native.Attach(pid, nil, c.debug.Dirs)
+	grp, err := nativeAttach(ctx, pid, c.debug.Dirs)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, fmt.Errorf("delve: attach %d: its threads did not all stop in time: %w", pid, err)
+		}
 		return nil, fmt.Errorf("delve: attach %d: %w", pid, err)
 	}
 	p := newProcess(grp, pid, false, c.objOptions())
@@ -183,6 +189,32 @@ func Attach(ctx context.Context, pid int, opts ...Option) (*Process, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// nativeAttach is Delve's attach to process pid, bounded by ctx: when ctx
+// is done first it returns ctx's error, and the attach, left to end in
+// the background, detaches from the process when it does.
+func nativeAttach(ctx context.Context, pid int, debugDirs []string) (*proc.TargetGroup, error) {
+	type result struct {
+		grp *proc.TargetGroup
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		grp, err := native.Attach(pid, nil, debugDirs)
+		done <- result{grp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.grp, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				_ = r.grp.Detach(false)
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 func newProcess(grp *proc.TargetGroup, pid int, child bool, objOpts []objfile.Option) *Process {

@@ -276,7 +276,7 @@ func TestBacktraceGomp(t *testing.T) {
 		},
 	}
 	for rname, info := range runtimes {
-		for _, name := range []string{fixtures.Tasks, fixtures.Nested, fixtures.Hung, fixtures.TaskWaits, fixtures.EndBarrier, fixtures.FNested, fixtures.FModule, fixtures.Cxx} {
+		for _, name := range []string{fixtures.Tasks, fixtures.Nested, fixtures.Hung, fixtures.TaskWaits, fixtures.EndBarrier, fixtures.FNested, fixtures.FModule, fixtures.Cxx, fixtures.Workshare} {
 			t.Run(rname+"/"+name, func(t *testing.T) {
 				stop := fixtures.CoreWith(t, info(t), name)
 				as := openStop(t, stop)

@@ -9,11 +9,19 @@ import (
 	"github.com/ompd-go/ompd/target"
 )
 
-// waitNames are the names of libgomp's entry points a task waits in.
+// waitNames are the names of libgomp's entry points a task waits in. The
+// end of a worksharing construct (GOMP_loop_end, GOMP_sections_end,
+// gomp_work_share_end that they call, single's copy) waits in the
+// construct's implicit barrier, unless it has nowait.
 var waitNames = omprt.WaitNames{
 	{Sub: "taskwait", Wait: omprt.WaitTaskwait},
 	{Sub: "taskgroup", Wait: omprt.WaitTaskgroup},
 	{Sub: "barrier", Wait: omprt.WaitBarrier},
+	{Sub: "_end_nowait", Wait: omprt.WaitNone},
+	{Sub: "loop_end", Wait: omprt.WaitBarrier},
+	{Sub: "sections_end", Wait: omprt.WaitBarrier},
+	{Sub: "work_share_end", Wait: omprt.WaitBarrier},
+	{Sub: "single_copy", Wait: omprt.WaitBarrier},
 	{Sub: "gomp_parallel", Wait: omprt.WaitParallel},
 }
 

@@ -75,6 +75,15 @@ func CheckBacktraces(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth)
 				assert.Equal(t, tt.Level, tk.Level, "thread %d: level of the frame's task", tt.TID)
 			}
 		}
+		// A worksharing construct's end waits in its implicit barrier
+		// (LLVM: __kmpc_barrier; libgomp: GOMP_barrier, GOMP_loop_end,
+		// GOMP_sections_end). Planted (not committed): internal/gomp's
+		// waitNames without its "loop_end" entry fails
+		// TestBacktraceGomp/system/workshare here (the for_dynamic
+		// waiter, in GOMP_loop_end), without "work_share_end"
+		// TestBacktraceGomp/debug-*/workshare (libgomp's names show
+		// gomp_work_share_end), the truth being the construct the
+		// program waits at the end of.
 		if tt.Role == fixtures.RoleBarrier || tt.Role == fixtures.RoleWorkshareBarrier {
 			assert.Equal(t, ompd.WaitBarrier, bt.Tasks[0].Wait, "thread %d waits in a barrier: %+v", tt.TID, bt.Tasks[0])
 		}

@@ -49,8 +49,8 @@ func TestBacktraceMatchesGDB(t *testing.T) {
 // through the program's own frames.
 //
 // Planted (not committed): the frame-pointer step reading the return
-// address one word off (ev.word(fp + 2*w) in internal/unwind/walk.go's
-// framePointerStep) fails both cases here (program counters unlike gdb's,
+// address one word off (word(fp + 2*w) for word(fp + w) in
+// internal/arch/arch.go's frameRecord) fails both cases here (program counters unlike gdb's,
 // recorded frames missing), the truth being gdb's backtraces of the same
 // core and the frames the programs recorded; TestBacktraceMatchesGDB and
 // TestFixtureCores pass with it (their fixtures have call-frame

@@ -219,6 +219,15 @@ func checkTruth(t *testing.T, r omprt.Runtime, tg target.Target, truth *fixtures
 					assert.ErrorIs(t, rd.FunctionErr, omprt.ErrUnavailable)
 				}
 				assert.Equal(t, anc.TeamSize, rd.TeamSize, "team size at level %d", l)
+				// Every level's active level, an if(0) region's (a team
+				// of 1, inactive) included: serialized and workshare
+				// open such regions below and above active ones.
+				// Planted (not committed): threads.go's level counting
+				// a team of 1 as active (`if n >= 1`) fails icvs,
+				// serialized and workshare on every setup here, the
+				// truth being the team sizes the program recorded at
+				// each level.
+				assert.Equal(t, th.ActiveLevelAt(l), rd.ActiveLevel, "active level at level %d", l)
 				if l == th.Level {
 					assert.Equal(t, th.ActiveLevel, rd.ActiveLevel, "active level")
 					v, err := r.ICV(omprt.ScopeRef{Kind: omprt.ScopeParallel, Ref: reg}, omprt.ICVTeamSizeVar)

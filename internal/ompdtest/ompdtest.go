@@ -277,12 +277,13 @@ func checkThread(t *testing.T, as *ompd.AddressSpace, truth *fixtures.Truth, tt 
 // level on), max-active-levels-var, thread-limit-var, the nested flag and
 // final-task-var.
 //
-// Planted (not committed), each caught by TestFixtureCores (the truth
-// being the level records' omp_get_* answers), where only TestDifferential
-// caught it before: final-task-var set for the implicit task of an
-// enclosing serialized level (`boolInt(rec.data.InFinal || r.Level <
-// rec.teamLevel)` in internal/kmp/icv.go's taskRecICV: serialized,
-// serialized-deep: "final-task-var at level 4").
+// Planted (not committed), caught by TestFixtureCores (the truth being
+// the level records' omp_get_* answers), where only TestDifferential
+// caught it before: the implicit task of an enclosing level of a serial
+// team taken as final (`d.InFinal = s.flag(t, l.flagFinal) ||
+// dt.implicit && r.Level < tm.level` in internal/kmp/task.go's kind):
+// serialized, serialized-deep and teams fail "in final at level 4" and
+// "final-task-var at level 4".
 func checkEnclosingICVs(t *testing.T, truth *fixtures.Truth, tt *fixtures.Thread, th ompd.Thread) {
 	t.Helper()
 	seen := 0

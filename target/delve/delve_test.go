@@ -809,6 +809,50 @@ func TestThreadPointersAcrossStops(t *testing.T) {
 	assert.Len(t, ths, len(r.truth(t).Threads))
 }
 
+// TestThreadPointersKeptWhileSameThreads checks when Threads keeps the
+// thread pointers of the previous stop without reading them: while Delve
+// holds the same thread objects (a Refresh, a stop where no thread started
+// or ended) it keeps them as they are, and once one object differs (as when
+// a thread ended and another started with its id) it checks them all
+// again and replaces what no longer holds.
+func TestThreadPointersKeptWhileSameThreads(t *testing.T) {
+	r := newRun(t, fixtures.Many)
+	p := r.launch(t, "3")
+	_, err := p.RunToFunction(testContext(t), "stopme")
+	require.NoError(t, err)
+	ths, err := p.Threads()
+	require.NoError(t, err)
+	require.Greater(t, len(ths), 2)
+	a, b := ths[1], ths[2]
+
+	// Swap two threads' pointers where they are kept: while the thread
+	// objects are the same, a Refresh keeps them.
+	p.mu.Lock()
+	require.NotNil(t, p.glibc)
+	p.glibc.Threads[a.ID], p.glibc.Threads[b.ID] = b.Pointer, a.Pointer
+	p.mu.Unlock()
+	p.Refresh()
+	got, err := p.Threads()
+	require.NoError(t, err)
+	assert.Equal(t, b.Pointer, got[1].Pointer, "kept without a read while Delve's threads are the same")
+
+	// Another object for one of the ids: every pointer is checked again.
+	p.mu.Lock()
+	p.glibcOf[int(a.ID)] = p.glibcOf[int(b.ID)]
+	p.mu.Unlock()
+	p.Refresh()
+	got, err = p.Threads()
+	require.NoError(t, err)
+	assert.Equal(t, ths, got, "the pointers read again from glibc's lists once a thread changed")
+	for _, th := range got {
+		dth, ok := p.dt.FindThread(int(th.ID))
+		require.True(t, ok)
+		regs, err := dth.Registers()
+		require.NoError(t, err)
+		assert.Equal(t, regs.TLS(), th.Pointer, "fs_base of thread %d", th.ID)
+	}
+}
+
 // ReadMemoryVec reads what ReadMemory reads at each range, with one
 // process_vm_readv, and stops at the first range that is not mapped.
 func TestReadMemoryVec(t *testing.T) {

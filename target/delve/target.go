@@ -57,6 +57,7 @@ type Target struct {
 
 	pages    pagecache.Cache          // memory of this stop
 	glibc    *objfile.GlibcThreadList // glibc's threads as of the last stop that read them
+	glibcOf  map[int]proc.Thread      // Delve's objects of the threads glibc was last checked against
 	threads  []target.Thread          // nil until listed in this stop
 	imagesOK bool                     // set is current for this stop
 	set      *objfile.Set             // loaded objects, executable first, load order
@@ -347,12 +348,21 @@ func (t *Target) threadsLocked() ([]target.Thread, error) {
 // the check of the leader catches for programs that do it to every
 // thread.
 //
-// The lists of the previous stop are kept: when the process has the same
-// threads, one process_vm_readv of every descriptor's tid (a thread that
-// exited has 0 there, a reused descriptor another tid) confirms them
-// instead of a walk of the lists.
+// The lists of the previous stop are kept. When Delve holds the same
+// thread objects as when they were last confirmed, the process has the
+// same threads and they are kept as they are: Delve drops a thread's
+// object when it sees the thread exit and makes a new one for each thread
+// it sees created, whoever resumed the process (a Refresh without a resume,
+// or a stop where no thread started or ended, reads nothing). Otherwise,
+// when the process has as many threads with the same ids, one
+// process_vm_readv of every descriptor's tid (a thread that exited has 0
+// there, a reused descriptor another tid) confirms them instead of a walk
+// of the lists: 256 reads on as many pages, a few percent of a snapshot.
 func (t *Target) glibcPointersLocked(list []proc.Thread) map[uint64]uint64 {
 	if prev := t.glibc; prev != nil && len(prev.Threads) == len(list) {
+		if sameThreadObjects(t.glibcOf, list) {
+			return prev.Threads
+		}
 		addrs := make([]uint64, 0, len(list))
 		for _, th := range list {
 			pd, ok := prev.Threads[uint64(th.ThreadID())]
@@ -372,12 +382,13 @@ func (t *Target) glibcPointersLocked(list []proc.Thread) map[uint64]uint64 {
 					}
 				}
 				if same {
+					t.glibcOf = threadObjects(list)
 					return prev.Threads
 				}
 			}
 		}
 	}
-	t.glibc = nil
+	t.glibc, t.glibcOf = nil, nil
 	s, err := t.setLocked()
 	if err != nil {
 		return nil
@@ -396,8 +407,31 @@ func (t *Target) glibcPointersLocked(list []proc.Thread) map[uint64]uint64 {
 	if err != nil || regs == nil || g.Threads[uint64(t.dt.Pid())] != regs.TLS() {
 		return nil
 	}
-	t.glibc = &g
+	t.glibc, t.glibcOf = &g, threadObjects(list)
 	return g.Threads
+}
+
+// threadObjects returns Delve's thread objects of list by thread id.
+func threadObjects(list []proc.Thread) map[int]proc.Thread {
+	m := make(map[int]proc.Thread, len(list))
+	for _, th := range list {
+		m[th.ThreadID()] = th
+	}
+	return m
+}
+
+// sameThreadObjects reports whether list holds exactly the thread objects
+// of m (Delve's are pointers: the same object is the same thread).
+func sameThreadObjects(m map[int]proc.Thread, list []proc.Thread) bool {
+	if len(m) != len(list) {
+		return false
+	}
+	for _, th := range list {
+		if o, ok := m[th.ThreadID()]; !ok || o != th {
+			return false
+		}
+	}
+	return true
 }
 
 func compareUint(a, b uint64) int {

@@ -162,6 +162,21 @@ func (o *Object) findType(name string) (dwarf.Type, bool, error) {
 	if o.dw.data == nil {
 		return nil, false, o.dw.err
 	}
+	best, ok := o.typeEntry(name)
+	if !ok {
+		return nil, false, o.dw.err
+	}
+	t, err := o.dw.data.Type(best.off)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: type %q: %w", o.path, name, err)
+	}
+	return t, true, nil
+}
+
+// typeEntry returns the index entry of the named type: its first complete
+// definition under any of its keys, or else a declaration. Callers hold
+// o.dw.mu.
+func (o *Object) typeEntry(name string) (typeEntry, bool) {
 	var best *typeEntry
 	for _, k := range typeKeys(name) {
 		if e, ok := o.indexed(k); ok {
@@ -175,13 +190,9 @@ func (o *Object) findType(name string) (dwarf.Type, bool, error) {
 		}
 	}
 	if best == nil {
-		return nil, false, o.dw.err
+		return typeEntry{}, false
 	}
-	t, err := o.dw.data.Type(best.off)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: type %q: %w", o.path, name, err)
-	}
-	return t, true, nil
+	return *best, true
 }
 
 // strip follows typedefs and qualifiers to the underlying type, and
@@ -337,6 +348,9 @@ func (o *Object) fieldOffset(typeName, field string) (uint64, bool, error) {
 	o.loadDWARF()
 	o.dw.mu.Lock()
 	defer o.dw.mu.Unlock()
+	if off, ok := o.quickField(typeName, field); ok {
+		return off, true, nil
+	}
 	loc, ok, err := o.locate(typeName, field)
 	if !ok || err != nil {
 		return 0, ok, err
@@ -410,4 +424,93 @@ func notFound(kind, name string, cause error) error {
 		err = fmt.Errorf("%w (%v)", target.ErrNotFound, cause)
 	}
 	return &target.LookupError{Kind: kind, Name: name, Err: err}
+}
+
+// quickField is fieldOffset for the usual case, read from the entries of
+// the types on the path alone: a member named directly in its struct or
+// union, at a constant offset, not a bit-field. debug/dwarf's Type reads
+// the whole graph of types a struct reaches (for LLVM's team or global
+// structs, most of the runtime's types: the better part of a first
+// snapshot's work); the member's offset needs only the struct's children.
+// ok false leaves the lookup to locate, which also says why it fails.
+// Callers hold o.dw.mu.
+func (o *Object) quickField(typeName, path string) (off uint64, ok bool) {
+	if o.dw.data == nil {
+		return 0, false
+	}
+	e, ok := o.typeEntry(typeName)
+	if !ok || e.decl {
+		return 0, false
+	}
+	r := o.dw.data.Reader()
+	at := e.off
+	for name := range strings.SplitSeq(path, ".") {
+		st, ok := quickStruct(r, at)
+		if !ok {
+			return 0, false
+		}
+		m, ok := quickMember(r, st, name)
+		if !ok {
+			return 0, false
+		}
+		loc, hasLoc := m.Val(dwarf.AttrDataMemberLoc).(int64)
+		switch {
+		case m.Val(dwarf.AttrDataMemberLoc) != nil && !hasLoc, loc < 0:
+			return 0, false // a location expression
+		case !hasLoc && st.Tag != dwarf.TagUnionType:
+			return 0, false
+		case m.Val(dwarf.AttrBitSize) != nil || m.Val(dwarf.AttrDataBitOffset) != nil || m.Val(dwarf.AttrBitOffset) != nil:
+			return 0, false
+		}
+		off += uint64(loc)
+		if at, ok = m.Val(dwarf.AttrType).(dwarf.Offset); !ok {
+			return 0, false
+		}
+	}
+	return off, true
+}
+
+// quickStruct follows typedefs and qualifiers from the entry at off to a
+// complete struct, union or class definition, and returns its entry.
+func quickStruct(r *dwarf.Reader, off dwarf.Offset) (*dwarf.Entry, bool) {
+	for range maxTypeDepth {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return nil, false
+		}
+		switch e.Tag {
+		case dwarf.TagTypedef, dwarf.TagConstType, dwarf.TagVolatileType, dwarf.TagRestrictType:
+			next, ok := e.Val(dwarf.AttrType).(dwarf.Offset)
+			if !ok {
+				return nil, false
+			}
+			off = next
+		case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType:
+			decl, _ := e.Val(dwarf.AttrDeclaration).(bool)
+			return e, !decl && e.Children
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// quickMember returns the first member named name among the children of
+// the struct entry st, which r has just read.
+func quickMember(r *dwarf.Reader, st *dwarf.Entry, name string) (*dwarf.Entry, bool) {
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil || e.Tag == 0 {
+			return nil, false
+		}
+		if e.Tag == dwarf.TagMember {
+			if n, _ := e.Val(dwarf.AttrName).(string); n == name {
+				return e, true
+			}
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
 }

@@ -2,6 +2,7 @@ package objfile
 
 import (
 	"context"
+	"debug/dwarf"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -151,4 +152,73 @@ func TestLazyIndex(t *testing.T) {
 	o.dw.mu.Lock()
 	defer o.dw.mu.Unlock()
 	assert.Equal(t, referenceIndex(t, f), o.dw.index)
+}
+
+// TestQuickFieldMatchesTypes checks the member offsets read from the
+// types' entries alone (quickField) against those read through
+// debug/dwarf's types (locate), for every named member of every struct
+// and union of LLVM's libomp and GCC's libgomp, and one level deeper for
+// members that are structs; and that the members the runtimes' readers
+// look up first take the quick path.
+func TestQuickFieldMatchesTypes(t *testing.T) {
+	check := func(t *testing.T, lib string, want ...string) {
+		o, err := Open(lib, 0)
+		require.NoError(t, err)
+		defer o.Close()
+		o.loadDWARF()
+		o.dw.mu.Lock()
+		defer o.dw.mu.Unlock()
+		o.indexed("struct no_such_type_anywhere") // index everything
+		require.NoError(t, o.dw.err)
+		quick, all := 0, 0
+		compare := func(typ, path string) {
+			all++
+			loc, found, err := o.locate(typ, path)
+			off, ok := o.quickField(typ, path)
+			if !ok {
+				return
+			}
+			quick++
+			if assert.True(t, found, "%s.%s: quick found what locate did not", typ, path) && assert.NoError(t, err, "%s.%s", typ, path) {
+				assert.Equal(t, loc.byteOff, off, "%s.%s", typ, path)
+			}
+		}
+		for key, e := range o.dw.index {
+			if e.decl || !strings.HasPrefix(key, "struct ") && !strings.HasPrefix(key, "union ") {
+				continue
+			}
+			typ, ok, err := o.findType(key)
+			require.NoError(t, err)
+			st, _ := o.strip(typ).(*dwarf.StructType)
+			if !ok || st == nil || st.Incomplete {
+				continue
+			}
+			for _, f := range st.Field {
+				if f.Name == "" {
+					continue
+				}
+				compare(key, f.Name)
+				if inner, ok := o.strip(f.Type).(*dwarf.StructType); ok && !inner.Incomplete {
+					for _, g := range inner.Field {
+						if g.Name != "" {
+							compare(key, f.Name+"."+g.Name)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%d of %d members found quickly", quick, all)
+		assert.Greater(t, quick, all/2)
+		for _, w := range want {
+			typ, path, _ := strings.Cut(w, ":")
+			_, ok := o.quickField(typ, path)
+			assert.True(t, ok, "%s.%s quickly", typ, path)
+		}
+	}
+	t.Run("libomp", func(t *testing.T) {
+		check(t, fixtures.Runtime(t).LibOMP, "kmp_global_t:g", "kmp_base_global_t:g_dynamic", "kmp_base_team_t:t_argv", "kmp_base_info_t:th_ident")
+	})
+	t.Run("libgomp", func(t *testing.T) {
+		check(t, fixtures.GompRuntime(t, fixtures.GompVersions[len(fixtures.GompVersions)-1]).LibOMP)
+	})
 }

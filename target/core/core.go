@@ -552,7 +552,7 @@ func (c *Core) openLib(cfg *config, name string, elfExpected bool, biasOf func(*
 		bias, err := biasOf(f)
 		if err != nil {
 			fd.Close()
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		o := objfile.NewObject(f, p, bias, append(cfg.objOptions(), objfile.WithCloser(fd))...)
 		if err := c.checkBuildID(o); err != nil {

@@ -165,7 +165,7 @@ func (m *memory) read(buf []byte, addr uint64, maxLayer int) error {
 				if errors.Is(lastErr, target.ErrNoMemory) {
 					err = lastErr
 				} else {
-					err = fmt.Errorf("%v: %w", lastErr, target.ErrNoMemory)
+					err = fmt.Errorf("%w: %w", lastErr, target.ErrNoMemory)
 				}
 			} else if done > 0 {
 				err = fmt.Errorf("%#x is not in the core: %w", a, target.ErrNoMemory)
@@ -290,7 +290,7 @@ func (s fileSource) readAt(p []byte, off uint64) error {
 		var err error
 		n, err = s.mf.f.ReadAt(p[:m], int64(fo))
 		if uint64(n) < m {
-			return fmt.Errorf("reading %s: %v", s.mf.path, err)
+			return fmt.Errorf("reading %s: %w", s.mf.path, err)
 		}
 	}
 	clear(p[n:])

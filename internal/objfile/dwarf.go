@@ -47,23 +47,60 @@ func (o *Object) loadDWARF() {
 		}
 		o.dw.where = where
 		o.dw.index = make(map[string]typeEntry)
-		d, secs, ok, err := loadSections(f)
+		build, secs, ok, err := loadSections(f)
 		if err != nil {
 			o.dw.err = fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 			return
 		}
 		if ok {
-			o.dw.data = d
+			o.dw.build = build
 			o.dw.scan = &dieScanner{secs: secs, order: f.ByteOrder}
 			return
 		}
-		if d, err = f.DWARF(); err != nil {
+		d, err := f.DWARF()
+		if err != nil {
 			o.dw.err = fmt.Errorf("%s: %w: %v", where, ErrNoDWARF, err)
 			return
 		}
 		o.dw.data = d
 		o.indexAll()
 	})
+}
+
+// data returns the dwarf.Data over all of the object's DWARF, made on
+// first use, or nil, o.dw.err saying why. Callers hold o.dw.mu.
+func (o *Object) data() *dwarf.Data {
+	if o.dw.data == nil && o.dw.build != nil {
+		d, err := o.dw.build(-1)
+		o.dw.build, o.dw.quick = nil, nil
+		if err != nil {
+			o.dw.err = fmt.Errorf("%s: %w: %v", o.dw.where, ErrNoDWARF, err)
+			return nil
+		}
+		o.dw.data = d
+	}
+	return o.dw.data
+}
+
+// quickData returns a dwarf.Data over at least the units the index has
+// scanned: the whole DWARF once made, or else one over the units before
+// the scanner's position (made again, further, when the scanner went on).
+// Entries read from it are those of the whole DWARF; a reference past its
+// end fails to read. Callers hold o.dw.mu.
+func (o *Object) quickData() *dwarf.Data {
+	if o.dw.data != nil || o.dw.build == nil || o.dw.scan == nil {
+		return o.data()
+	}
+	end := o.dw.scan.u.end
+	if o.dw.quick != nil && o.dw.quickEnd >= end {
+		return o.dw.quick
+	}
+	d, err := o.dw.build(end)
+	if err != nil {
+		return o.data()
+	}
+	o.dw.quick, o.dw.quickEnd = d, end
+	return d
 }
 
 // addIndex records a named type entry, a complete definition replacing a
@@ -95,7 +132,9 @@ func (o *Object) indexed(key string) (typeEntry, bool) {
 				// with debug/dwarf's Reader instead.
 				o.dw.scan = nil
 				clear(o.dw.index)
-				o.indexAll()
+				if o.data() != nil {
+					o.indexAll()
+				}
 				break
 			}
 			if !more {
@@ -159,7 +198,7 @@ func typeKeys(name string) []string {
 // findType returns the named type (not yet stripped of typedefs). Callers
 // hold o.dw.mu.
 func (o *Object) findType(name string) (dwarf.Type, bool, error) {
-	if o.dw.data == nil {
+	if o.data() == nil {
 		return nil, false, o.dw.err
 	}
 	best, ok := o.typeEntry(name)
@@ -377,6 +416,15 @@ func (o *Object) bitField(typeName, field string) (uint64, uint64, bool, error) 
 	o.loadDWARF()
 	o.dw.mu.Lock()
 	defer o.dw.mu.Unlock()
+	if bit, size, ok := o.quickBitField(typeName, field); ok {
+		return bit, size, true, nil
+	}
+	return o.bitFieldOf(typeName, field)
+}
+
+// bitFieldOf is bitField through debug/dwarf's types. Callers hold
+// o.dw.mu.
+func (o *Object) bitFieldOf(typeName, field string) (uint64, uint64, bool, error) {
 	loc, ok, err := o.locate(typeName, field)
 	if !ok || err != nil {
 		return 0, 0, ok, err
@@ -435,39 +483,82 @@ func notFound(kind, name string, cause error) error {
 // ok false leaves the lookup to locate, which also says why it fails.
 // Callers hold o.dw.mu.
 func (o *Object) quickField(typeName, path string) (off uint64, ok bool) {
-	if o.dw.data == nil {
+	base, m, parent, ok := o.quickLocate(typeName, path)
+	if !ok {
 		return 0, false
 	}
+	loc, ok := memberOffset(m, parent)
+	return base + loc, ok
+}
+
+// quickBitField is bitField for a bit-field placed as DWARF 4 and later
+// place them (DW_AT_data_bit_offset), read as quickField reads members.
+// Callers hold o.dw.mu.
+func (o *Object) quickBitField(typeName, path string) (bit, size uint64, ok bool) {
+	base, m, _, ok := o.quickLocate(typeName, path)
+	if !ok || m.Val(dwarf.AttrBitOffset) != nil || m.Val(dwarf.AttrByteSize) != nil || m.Val(dwarf.AttrDataMemberLoc) != nil {
+		return 0, 0, false
+	}
+	bs, ok1 := m.Val(dwarf.AttrBitSize).(int64)
+	dbo, ok2 := m.Val(dwarf.AttrDataBitOffset).(int64)
+	if !ok1 || !ok2 || bs <= 0 || dbo < 0 {
+		return 0, 0, false
+	}
+	return base*8 + uint64(dbo), uint64(bs), true
+}
+
+// quickLocate follows the member path from the entries alone and returns
+// the offset of the struct that directly contains its last member, that
+// member's entry, and the tag of that struct. Callers hold o.dw.mu.
+func (o *Object) quickLocate(typeName, path string) (base uint64, m *dwarf.Entry, parent dwarf.Tag, ok bool) {
 	e, ok := o.typeEntry(typeName)
 	if !ok || e.decl {
-		return 0, false
+		return 0, nil, 0, false
 	}
-	r := o.dw.data.Reader()
+	d := o.quickData()
+	if d == nil {
+		return 0, nil, 0, false
+	}
+	r := d.Reader()
 	at := e.off
-	for name := range strings.SplitSeq(path, ".") {
+	for {
+		name, rest, more := strings.Cut(path, ".")
 		st, ok := quickStruct(r, at)
 		if !ok {
-			return 0, false
+			return 0, nil, 0, false
 		}
-		m, ok := quickMember(r, st, name)
+		if m, ok = quickMember(r, st, name); !ok {
+			return 0, nil, 0, false
+		}
+		if !more {
+			return base, m, st.Tag, true
+		}
+		loc, ok := memberOffset(m, st.Tag)
 		if !ok {
-			return 0, false
+			return 0, nil, 0, false
 		}
-		loc, hasLoc := m.Val(dwarf.AttrDataMemberLoc).(int64)
-		switch {
-		case m.Val(dwarf.AttrDataMemberLoc) != nil && !hasLoc, loc < 0:
-			return 0, false // a location expression
-		case !hasLoc && st.Tag != dwarf.TagUnionType:
-			return 0, false
-		case m.Val(dwarf.AttrBitSize) != nil || m.Val(dwarf.AttrDataBitOffset) != nil || m.Val(dwarf.AttrBitOffset) != nil:
-			return 0, false
-		}
-		off += uint64(loc)
+		base += loc
 		if at, ok = m.Val(dwarf.AttrType).(dwarf.Offset); !ok {
-			return 0, false
+			return 0, nil, 0, false
 		}
+		path = rest
 	}
-	return off, true
+}
+
+// memberOffset is the constant byte offset of member m in its struct or
+// union (parent), which a union's members may leave out; ok false for a
+// bit-field or a location expression.
+func memberOffset(m *dwarf.Entry, parent dwarf.Tag) (uint64, bool) {
+	if m.Val(dwarf.AttrBitSize) != nil || m.Val(dwarf.AttrDataBitOffset) != nil || m.Val(dwarf.AttrBitOffset) != nil {
+		return 0, false
+	}
+	switch loc := m.Val(dwarf.AttrDataMemberLoc).(type) {
+	case int64:
+		return uint64(loc), loc >= 0
+	case nil:
+		return 0, parent == dwarf.TagUnionType
+	}
+	return 0, false
 }
 
 // quickStruct follows typedefs and qualifiers from the entry at off to a

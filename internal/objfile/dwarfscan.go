@@ -95,12 +95,15 @@ var typeSections = map[string]bool{"info": true, "abbrev": true, "str": true,
 	"str_offsets": true, "line_str": true, "types": true, "addr": true, "rnglists": true}
 
 // loadSections reads the DWARF sections of f that type lookups need,
-// decompressed, and builds the dwarf.Data over them as (*elf.File).DWARF
-// does, keeping the raw bytes the scanner needs without reading them
-// twice. ok false means f needs what only (*elf.File).DWARF does
-// (relocations of a relocatable object): the caller uses that and indexes
-// with debug/dwarf's Reader.
-func loadSections(f *elf.File) (d *dwarf.Data, secs dwarfSections, ok bool, err error) {
+// decompressed, keeping the raw bytes the scanner needs without reading
+// them twice, and returns build, which makes the dwarf.Data over them as
+// (*elf.File).DWARF does: over all of .debug_info for end < 0, or over its
+// units before offset end (a unit boundary), which spares debug/dwarf's
+// parse of every unit's header and abbreviations where a lookup needs the
+// first units only. ok false means f needs what only (*elf.File).DWARF
+// does (relocations of a relocatable object): the caller uses that and
+// indexes with debug/dwarf's Reader.
+func loadSections(f *elf.File) (build func(end int) (*dwarf.Data, error), secs dwarfSections, ok bool, err error) {
 	if f.Type == elf.ET_REL {
 		return nil, secs, false, nil
 	}
@@ -127,28 +130,35 @@ func loadSections(f *elf.File) (d *dwarf.Data, secs dwarfSections, ok bool, err 
 			raw[sfx] = b
 		}
 	}
-	d, err = dwarf.New(raw["abbrev"], nil, nil, raw["info"], nil, nil, nil, raw["str"])
-	if err != nil {
-		return nil, secs, true, err
-	}
-	for _, sfx := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
-		if b, ok := raw[sfx]; ok {
-			if sfx == "str_offsets" {
-				b = goStrOffsets(b, f.ByteOrder)
-			}
-			if err := d.AddSection(".debug_"+sfx, b); err != nil {
-				return nil, secs, true, err
-			}
-		}
-	}
-	for i, b := range types {
-		if err := d.AddTypes(fmt.Sprintf("types-%d", i), b); err != nil {
-			return nil, secs, true, err
-		}
-	}
 	secs = dwarfSections{info: raw["info"], abbrev: raw["abbrev"], str: raw["str"],
 		lineStr: raw["line_str"], strOffsets: raw["str_offsets"]}
-	return d, secs, true, nil
+	if b, ok := raw["str_offsets"]; ok {
+		raw["str_offsets"] = goStrOffsets(b, f.ByteOrder)
+	}
+	build = func(end int) (*dwarf.Data, error) {
+		info := raw["info"]
+		if end >= 0 && end < len(info) {
+			info = info[:end]
+		}
+		d, err := dwarf.New(raw["abbrev"], nil, nil, info, nil, nil, nil, raw["str"])
+		if err != nil {
+			return nil, err
+		}
+		for _, sfx := range []string{"str_offsets", "line_str", "addr", "rnglists"} {
+			if b, ok := raw[sfx]; ok {
+				if err := d.AddSection(".debug_"+sfx, b); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for i, b := range types {
+			if err := d.AddTypes(fmt.Sprintf("types-%d", i), b); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	return build, secs, true, nil
 }
 
 // abbrevAttr is one attribute specification of an abbreviation.

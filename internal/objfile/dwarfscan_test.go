@@ -1,12 +1,14 @@
 package objfile
 
 import (
+	"cmp"
 	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,42 +156,54 @@ func TestLazyIndex(t *testing.T) {
 	assert.Equal(t, referenceIndex(t, f), o.dw.index)
 }
 
-// TestQuickFieldMatchesTypes checks the member offsets read from the
-// types' entries alone (quickField) against those read through
-// debug/dwarf's types (locate), for every named member of every struct
-// and union of LLVM's libomp and GCC's libgomp, and one level deeper for
-// members that are structs; and that the members the runtimes' readers
-// look up first take the quick path.
+// TestQuickFieldMatchesTypes checks the member offsets and bit-field
+// positions read from the types' entries alone (quickField,
+// quickBitField) against those read through debug/dwarf's types, for
+// every named member of every struct and union of LLVM's libomp and GCC's
+// libgomp, and one level deeper for members that are structs. The quick
+// lookups run on a second object as a first lookup would: in the order of
+// the types in .debug_info, the index scanned only that far, and over the
+// units before the scanner's position (the whole DWARF is never made).
+// The members the runtimes' readers look up first take the quick path.
 func TestQuickFieldMatchesTypes(t *testing.T) {
-	check := func(t *testing.T, lib string, want ...string) {
-		o, err := Open(lib, 0)
+	type want struct {
+		typ, path      string
+		off, bit, size uint64
+		offErr, bitErr bool
+	}
+	check := func(t *testing.T, lib string, first ...string) {
+		ref, err := Open(lib, 0)
 		require.NoError(t, err)
-		defer o.Close()
-		o.loadDWARF()
-		o.dw.mu.Lock()
-		defer o.dw.mu.Unlock()
-		o.indexed("struct no_such_type_anywhere") // index everything
-		require.NoError(t, o.dw.err)
-		quick, all := 0, 0
-		compare := func(typ, path string) {
-			all++
-			loc, found, err := o.locate(typ, path)
-			off, ok := o.quickField(typ, path)
-			if !ok {
-				return
-			}
-			quick++
-			if assert.True(t, found, "%s.%s: quick found what locate did not", typ, path) && assert.NoError(t, err, "%s.%s", typ, path) {
-				assert.Equal(t, loc.byteOff, off, "%s.%s", typ, path)
+		defer ref.Close()
+		ref.loadDWARF()
+		ref.dw.mu.Lock()
+		ref.indexed("struct no_such_type_anywhere") // index everything
+		require.NoError(t, ref.dw.err)
+		type keyed struct {
+			key string
+			off dwarf.Offset
+		}
+		var keys []keyed
+		for key, e := range ref.dw.index {
+			if !e.decl && (strings.HasPrefix(key, "struct ") || strings.HasPrefix(key, "union ")) {
+				keys = append(keys, keyed{key, e.off})
 			}
 		}
-		for key, e := range o.dw.index {
-			if e.decl || !strings.HasPrefix(key, "struct ") && !strings.HasPrefix(key, "union ") {
-				continue
-			}
-			typ, ok, err := o.findType(key)
+		slices.SortFunc(keys, func(a, b keyed) int { return cmp.Compare(a.off, b.off) })
+		var wants []want
+		add := func(typ, path string) {
+			w := want{typ: typ, path: path}
+			loc, found, err := ref.locate(typ, path)
+			w.off, w.offErr = loc.byteOff, !found || err != nil
+			var ok bool
+			w.bit, w.size, ok, err = ref.bitFieldOf(typ, path)
+			w.bitErr = !ok || err != nil
+			wants = append(wants, w)
+		}
+		for _, k := range keys {
+			typ, ok, err := ref.findType(k.key)
 			require.NoError(t, err)
-			st, _ := o.strip(typ).(*dwarf.StructType)
+			st, _ := ref.strip(typ).(*dwarf.StructType)
 			if !ok || st == nil || st.Incomplete {
 				continue
 			}
@@ -197,26 +211,52 @@ func TestQuickFieldMatchesTypes(t *testing.T) {
 				if f.Name == "" {
 					continue
 				}
-				compare(key, f.Name)
-				if inner, ok := o.strip(f.Type).(*dwarf.StructType); ok && !inner.Incomplete {
+				add(k.key, f.Name)
+				if inner, ok := ref.strip(f.Type).(*dwarf.StructType); ok && !inner.Incomplete {
 					for _, g := range inner.Field {
 						if g.Name != "" {
-							compare(key, f.Name+"."+g.Name)
+							add(k.key, f.Name+"."+g.Name)
 						}
 					}
 				}
 			}
 		}
-		t.Logf("%d of %d members found quickly", quick, all)
-		assert.Greater(t, quick, all/2)
-		for _, w := range want {
-			typ, path, _ := strings.Cut(w, ":")
+		ref.dw.mu.Unlock()
+
+		o, err := Open(lib, 0)
+		require.NoError(t, err)
+		defer o.Close()
+		o.loadDWARF()
+		o.dw.mu.Lock()
+		defer o.dw.mu.Unlock()
+		quick, bits := 0, 0
+		for _, w := range wants {
+			if off, ok := o.quickField(w.typ, w.path); ok {
+				quick++
+				if assert.False(t, w.offErr, "%s.%s: found quickly, not through the types", w.typ, w.path) {
+					assert.Equal(t, w.off, off, "%s.%s", w.typ, w.path)
+				}
+			}
+			if bit, size, ok := o.quickBitField(w.typ, w.path); ok {
+				bits++
+				if assert.False(t, w.bitErr, "%s.%s: bit-field found quickly, not through the types", w.typ, w.path) {
+					assert.Equal(t, [2]uint64{w.bit, w.size}, [2]uint64{bit, size}, "%s.%s", w.typ, w.path)
+				}
+			}
+		}
+		t.Logf("%d of %d members and %d bit-fields found quickly", quick, len(wants), bits)
+		assert.Greater(t, quick, len(wants)/2)
+		assert.Nil(t, o.dw.data, "quick lookups made the whole DWARF")
+		for _, f := range first {
+			typ, path, _ := strings.Cut(f, ":")
 			_, ok := o.quickField(typ, path)
-			assert.True(t, ok, "%s.%s quickly", typ, path)
+			_, _, bok := o.quickBitField(typ, path)
+			assert.True(t, ok || bok, "%s.%s quickly", typ, path)
 		}
 	}
 	t.Run("libomp", func(t *testing.T) {
-		check(t, fixtures.Runtime(t).LibOMP, "kmp_global_t:g", "kmp_base_global_t:g_dynamic", "kmp_base_team_t:t_argv", "kmp_base_info_t:th_ident")
+		check(t, fixtures.Runtime(t).LibOMP, "kmp_global_t:g", "kmp_base_global_t:g_dynamic", "kmp_base_team_t:t_argv",
+			"kmp_base_info_t:th_ident", "kmp_affinity_t:flags", "kmp_affinity_flags_t:core_types_gran", "kmp_affinity_attrs_t:valid")
 	})
 	t.Run("libgomp", func(t *testing.T) {
 		check(t, fixtures.GompRuntime(t, fixtures.GompVersions[len(fixtures.GompVersions)-1]).LibOMP)

@@ -705,13 +705,16 @@ func baseName(p string) string {
 
 // dwarfState is an object's lazily loaded DWARF and its type index.
 type dwarfState struct {
-	once  sync.Once
-	mu    sync.Mutex // guards data.Type (whose cache is not concurrency-safe), index, scan and err
-	data  *dwarf.Data
-	where string               // the file the DWARF comes from
-	index map[string]typeEntry // filled by scan, or all at once by indexAll
-	scan  *dieScanner          // what is left to index; nil when done
-	err   error
+	once     sync.Once
+	mu       sync.Mutex  // guards data.Type (whose cache is not concurrency-safe) and everything below
+	data     *dwarf.Data // over all of the DWARF; made on first use by build
+	build    func(end int) (*dwarf.Data, error)
+	quick    *dwarf.Data          // over the units before quickEnd, for quickField
+	quickEnd int                  // offset in .debug_info where the units of quick end
+	where    string               // the file the DWARF comes from
+	index    map[string]typeEntry // filled by scan, or all at once by indexAll
+	scan     *dieScanner          // what is left to index; nil when done
+	err      error
 }
 
 // Describe returns a copy of infos, the objects a target lists

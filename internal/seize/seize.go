@@ -269,6 +269,7 @@ func (p *Process) releaseAll() error {
 		if err := ptraceDetach(tid, p.pending[tid]); err != nil {
 			if isESRCH(err) {
 				gone++
+				p.reap(tid)
 				continue
 			}
 			errs = append(errs, fmt.Errorf("thread %d: PTRACE_DETACH: %w", tid, err))
@@ -281,6 +282,26 @@ func (p *Process) releaseAll() error {
 		return fmt.Errorf("process %d: %w (it ended while it was read)", p.pid, ErrExited)
 	}
 	return nil
+}
+
+// reapBound bounds the wait for an ended thread's exit to reach its
+// tracer.
+const reapBound = 2 * time.Second
+
+// reap collects the exit of traced thread tid, which ended (killed while
+// seized): until its tracer does, a thread other than the leader stays a
+// zombie, and the leader, so the whole process, is never reported to its
+// parent. The leader's exit is the parent's to collect, so it is left
+// alone. It runs on the tracer thread.
+func (p *Process) reap(tid int) {
+	if tid == p.pid {
+		return
+	}
+	for deadline := time.Now().Add(reapBound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if st, err := waitNoHang(tid); err != nil || st.gone {
+			return
+		}
+	}
 }
 
 // Pid is the process's id.

@@ -591,8 +591,7 @@ func (s *stop) stackFunction(tm *team, level int32) (uint64, string) {
 		return 0, t.err.Error()
 	}
 	name := omprt.TaskN(omprt.Ref{Addr: tm.implicit, Level: level})
-	var es omprt.ErrorStore
-	exit, _, err := s.implicitData(tm, t.v, level, name, &es).frames(s.rt.l)
+	exit, _, err := s.implicitData(tm, t.v, level, name, &s.errs).frames(s.rt.l)
 	if err != nil {
 		return 0, err.Error()
 	}

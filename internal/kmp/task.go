@@ -113,7 +113,6 @@ type taskRec struct {
 	// that level; teamErr why there is none.
 	teamLevel int32
 	teamErr   error
-	es        omprt.ErrorStore
 	// icvsErr is why the task's ICVs cannot be read (not set yet).
 	icvsErr error
 }
@@ -280,10 +279,10 @@ func (dt *taskDecode) scheduling() {
 	case (!implicit || r.Addr == tm.implicit) && s.onCycle(&s.scheduling, r.Addr) != nil:
 		d.SchedulingErr = s.onCycle(&s.scheduling, r.Addr)
 	case implicit && r.Addr != tm.implicit: // a worker's implicit task
-		d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, ": a worker's implicit task interrupts no task")
+		d.SchedulingErr = s.errs.Error(omprt.ErrUnavailable, tn, ": a worker's implicit task interrupts no task")
 	case implicit:
 		if parent := t.v.F(l.tdParent); parent == 0 {
-			d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
+			d.SchedulingErr = s.errs.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
 		} else {
 			d.Scheduling, d.SchedulingErr = s.taskRef(parent)
 		}
@@ -293,9 +292,9 @@ func (dt *taskDecode) scheduling() {
 			if on, err := s.stateTracking(); err != nil {
 				d.SchedulingErr = err
 			} else if !on {
-				d.SchedulingErr = rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": scheduling parent")
+				d.SchedulingErr = s.errs.Error(omprt.ErrNeedsStateTracking, tn, ": scheduling parent")
 			} else {
-				d.SchedulingErr = rec.es.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
+				d.SchedulingErr = s.errs.Error(omprt.ErrUnavailable, tn, " has no scheduling task")
 			}
 		} else {
 			d.Scheduling, d.SchedulingErr = rec.ancestor(s, r, sp, l.tdSchedParent, "scheduling_parent", "has no scheduling task", "schedules itself")
@@ -321,7 +320,7 @@ func (dt *taskDecode) function() {
 	case err != nil:
 		d.FunctionErr = err
 	case addr == 0:
-		d.FunctionErr = dt.rec.es.Error(omprt.ErrUnavailable, tn, " has no routine")
+		d.FunctionErr = s.errs.Error(omprt.ErrUnavailable, tn, " has no routine")
 	default:
 		d.Function = addr
 	}
@@ -333,13 +332,13 @@ func (dt *taskDecode) idAndFrames() {
 	s, l, d, tn := dt.s, dt.s.rt.l, dt.d, dt.tn
 	src := ompData{v: dt.t.v}
 	if dt.implicit {
-		src = s.implicitData(dt.tm, dt.t.v, dt.r.Level, tn, &dt.rec.es)
+		src = s.implicitData(dt.tm, dt.t.v, dt.r.Level, tn, &s.errs)
 	}
 	d.ID, d.IDErr = src.id(l)
 	if on, err := s.stateTracking(); err != nil {
 		d.FramesErr = err
 	} else if !on {
-		d.FramesErr = dt.rec.es.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
+		d.FramesErr = s.errs.Error(omprt.ErrNeedsStateTracking, tn, ": frames")
 	} else {
 		d.Exit, d.Enter, d.FramesErr = src.frames(l)
 	}
@@ -449,7 +448,7 @@ func (s *stop) generatingLevel(r omprt.Ref, level int32, strict bool, g omprt.Re
 // walks' visited sets.
 func (rec *taskRec) ancestor(s *stop, r omprt.Ref, link uint64, f field, fname, none, self string) (omprt.Ref, error) {
 	if link == 0 {
-		return omprt.Ref{}, rec.es.Error(omprt.ErrUnavailable, omprt.TaskN(r), " "+none)
+		return omprt.Ref{}, s.errs.Error(omprt.ErrUnavailable, omprt.TaskN(r), " "+none)
 	}
 	if link == r.Addr {
 		return omprt.Ref{}, errorf(omprt.ErrCorrupt, "%v %s", omprt.TaskName(r), self)

@@ -186,7 +186,6 @@ type regionRec struct {
 	err  error
 	tm   *team
 	j    int32 // depth of the level within the team (0 = innermost)
-	es   omprt.ErrorStore
 }
 
 // Region returns the record of the region r.
@@ -231,12 +230,12 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	noEntry := tm.pkfn == 0 || tm.pkfn == rt.mem.AllOnes()
 	switch {
 	case r.Level == 0 && noEntry:
-		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
+		d.FunctionErr = s.errs.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
 	case rec.j > 0 || tm.nproc == 1:
 		// A serial team's t_pkfn may be another level's (moment.go).
 		d.Function, d.FunctionErr = s.serialFunction(tm, r)
 	case noEntry:
-		d.FunctionErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
+		d.FunctionErr = s.errs.Error(omprt.ErrUnavailable, omprt.RegionN(r), " has no entry function")
 	default:
 		d.Function = rt.regionFunction(tm)
 	}
@@ -245,7 +244,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	} else if lwt, err := s.lwt(tm, rec.j); err != nil {
 		d.IDErr = err
 	} else if lwt == 0 {
-		d.IDErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.RegionN(r), ": serialized region data")
+		d.IDErr = s.errs.Error(omprt.ErrNeedsStateTracking, omprt.RegionN(r), ": serialized region data")
 	} else {
 		d.ID, d.IDErr = rt.readUint(lwt+rt.l.lwParallelData.Off, rt.l.lwParallelData.Size, "lw taskteam parallel data")
 	}
@@ -255,7 +254,7 @@ func (s *stop) decodeRegion(r omprt.Ref) *regionRec {
 	case tm.enclosingErr != nil:
 		d.EnclosingErr = tm.enclosingErr
 	case tm.parent == 0:
-		d.EnclosingErr = rec.es.Error(omprt.ErrUnavailable, omprt.RegionN(r), " is the outermost region")
+		d.EnclosingErr = s.errs.Error(omprt.ErrUnavailable, omprt.RegionN(r), " is the outermost region")
 	default:
 		d.Enclosing = omprt.Ref{Addr: tm.parent, Level: tm.parentLevel}
 	}

@@ -34,6 +34,7 @@ type stop struct {
 	threadSlab slab[threadRec]
 	taskSlab   slab[taskRec]
 	raws       slab[taskRaw]
+	errs       omprt.ErrorStore // the records' common answers
 }
 
 func (rt *Runtime) newStop() *stop {
@@ -60,7 +61,6 @@ type threadTable struct {
 type threadRec struct {
 	data omprt.ThreadData
 	task *taskRec
-	es   omprt.ErrorStore
 }
 
 // gtidPos returns the position of the thread with gtid g.
@@ -423,7 +423,7 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	if d.Pthread == 0 {
 		threadStarting(d)
 		if infer {
-			d.StateErr = rec.es.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(r), ": state")
+			d.StateErr = s.errs.Error(omprt.ErrNeedsStateTracking, omprt.ThreadN(r), ": state")
 		}
 		return rec
 	}
@@ -433,7 +433,7 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	if td := v.F(l.thCurrentTask); idle {
 		// TaskErr says why (threadRegion).
 	} else if td == 0 {
-		d.TaskErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
+		d.TaskErr = s.errs.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}
@@ -509,8 +509,8 @@ func threadStarting(d *omprt.ThreadData) {
 func (s *stop) threadRegion(tt *threadTable, rec *threadRec, team uint64) (idle bool) {
 	d, r := &rec.data, rec.data.Ref
 	if team == 0 {
-		d.RegionErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool)")
-		d.NumErr = rec.es.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool, or not started)")
+		d.RegionErr = s.errs.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool)")
+		d.NumErr = s.errs.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " is in no team (idle in the thread pool, or not started)")
 		d.Num = 0
 	} else if tm := s.team(team); tm.err != nil {
 		d.RegionErr = tm.err

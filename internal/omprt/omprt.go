@@ -46,8 +46,8 @@
 // The sentinels are defined here and re-exported by package ompd as the
 // same values. Runtime packages build errors with Errorf and Wrap, whose
 // messages are formatted only when read; the common answers of a record
-// about one named object ("has no generating task") come from an
-// ErrorStore inside the record and cost no allocation of their own.
+// about one named object ("has no generating task") come from the
+// stop's ErrorStore, many to an allocation.
 //
 // # Stacks
 //

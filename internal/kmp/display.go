@@ -3,6 +3,7 @@ package kmp
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,15 +45,16 @@ func (rt *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 		return nil, wrapErr(omprt.ErrReadFailed, err, "ompd_env_block at %#x", block)
 	}
 	cur := rt.currentSettings()
-	var out []omprt.ControlVar
-	seen := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
+	text := string(b)
+	out := make([]omprt.ControlVar, 0, strings.Count(text, "\n")+1+len(addedVars))
+	for rest := text; rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
 		name, val, _ := strings.Cut(line, "=")
-		seen[name] = true
 		cv := omprt.ControlVar{Name: name, Raw: line}
 		if c, ok := cur[name]; !ok {
 			cv.Stale = true
@@ -63,18 +65,20 @@ func (rt *Runtime) DisplayControlVars() ([]omprt.ControlVar, error) {
 		out = append(out, cv)
 	}
 	for _, name := range addedVars {
-		if c, ok := cur[name]; ok && !seen[name] {
-			cv := omprt.ControlVar{Name: name, Value: unquote(c), Raw: name + "=" + c, Corrected: true}
-			// In the runtime's order: by name, before the first greater one.
-			i := len(out)
-			for j := range out {
-				if out[j].Name > name {
-					i = j
-					break
-				}
-			}
-			out = append(out[:i], append([]omprt.ControlVar{cv}, out[i:]...)...)
+		c, ok := cur[name]
+		if !ok || slices.ContainsFunc(out, func(cv omprt.ControlVar) bool { return cv.Name == name }) {
+			continue
 		}
+		cv := omprt.ControlVar{Name: name, Value: unquote(c), Raw: name + "=" + c, Corrected: true}
+		// In the runtime's order: by name, before the first greater one.
+		i := len(out)
+		for j := range out {
+			if out[j].Name > name {
+				i = j
+				break
+			}
+		}
+		out = slices.Insert(out, i, cv)
 	}
 	return out, nil
 }
@@ -128,7 +132,7 @@ var hwKeywords = []string{"sockets", "proc_groups", "numa_domains", "dice", "ll_
 // was written.
 func (rt *Runtime) currentSettings() map[string]string {
 	s := rt.stop()
-	out := map[string]string{}
+	out := make(map[string]string, 96)
 	intVar := func(env, sym string) {
 		if v, err := rt.global(sym, 4, true); err == nil {
 			out[env] = strconv.FormatInt(v, 10)

@@ -35,6 +35,7 @@ type stop struct {
 	taskSlab   slab[taskRec]
 	raws       slab[taskRaw]
 	errs       omprt.ErrorStore // the records' common answers
+	taskICVs   icvMemo          // the ICVs of the task read last
 }
 
 func (rt *Runtime) newStop() *stop {

@@ -387,7 +387,7 @@ func (s *stop) lwpOf(tt *threadTable, addr uint64) uint64 {
 	if o.err != nil {
 		return 0
 	}
-	pt := tt.infos[pos].F(s.rt.l.thThread)
+	pt := tt.infos[pos].thread
 	if pt == 0 {
 		return 0
 	}
@@ -540,7 +540,7 @@ func (s *stop) readTeamMoment(tm *team) moment {
 		return moment{}
 	}
 	pos, ok := tt.byAddr[p]
-	if !ok || tt.errs[pos] != nil || tt.infos[pos].F(s.rt.l.thTeam) != tm.addr {
+	if !ok || tt.errs[pos] != nil || tt.infos[pos].team != tm.addr {
 		return moment{}
 	}
 	return s.momentOf(s.lwpOf(tt, p))

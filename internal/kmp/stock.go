@@ -509,7 +509,7 @@ func (rt *Runtime) confirmStock() error {
 		if err := tt.errs[pos]; err != nil {
 			return refuse("thread %d: %v", ref.ID, err)
 		}
-		pt := tt.infos[pos].F(rt.l.thThread)
+		pt := tt.infos[pos].thread
 		if pt == 0 {
 			continue // starting: no pthread id recorded yet
 		}
@@ -542,9 +542,8 @@ func (rt *Runtime) confirmStock() error {
 // team's thread array holds it at its thread number; why says what breaks
 // the table (a team of impossible size or levels).
 func (s *stop) confirmTeam(tt *threadTable, pos int32) (ok bool, why string) {
-	l := s.rt.l
-	v := tt.infos[pos]
-	teamAddr := v.F(l.thTeam)
+	v := &tt.infos[pos]
+	teamAddr := v.team
 	if teamAddr == 0 {
 		return false, ""
 	}
@@ -556,7 +555,7 @@ func (s *stop) confirmTeam(tt *threadTable, pos int32) (ok bool, why string) {
 		tm.activeLevel < 0 || tm.activeLevel > tm.level {
 		return false, fmt.Sprintf("its team %#x has %d threads at level %d, active level %d", teamAddr, tm.nproc, tm.level, tm.activeLevel)
 	}
-	num := v.FI(l.thTid)
+	num := v.tid
 	if num < 0 || num >= int64(tm.nproc) || tm.threads == 0 {
 		return false, ""
 	}

@@ -54,7 +54,7 @@ func (s *stop) readCurrentTasks(tt *threadTable) {
 		if tt.errs[pos] != nil {
 			continue
 		}
-		if td := tt.infos[pos].F(l.thCurrentTask); td != 0 && !seen[td] {
+		if td := tt.infos[pos].current; td != 0 && !seen[td] {
 			addrs[pos], seen[td] = td, true
 		}
 	}

@@ -49,12 +49,20 @@ func (rt *Runtime) newStop() *stop {
 type threadTable struct {
 	capacity int64
 	refs     []omprt.ThreadRef // in gtid order
-	infos    []view            // kmp_info_t of refs[i]
+	infos    []thInfo          // what the stop reads of refs[i]'s kmp_info_t
 	errs     []error           // why refs[i] cannot be read, if it cannot
 	byAddr   map[uint64]int32  // kmp_info_t -> position
 	byGTID   []int32           // gtid -> position + 1 (0: none)
 	byPth    map[uint64]int32  // ds_thread -> position
 	recs     []atomic.Pointer[threadRec]
+}
+
+// thInfo is what a stop reads of a thread's kmp_info_t: its fields,
+// decoded as the table is read; the structure's bytes (584 of them on
+// LLVM 19) are not kept.
+type thInfo struct {
+	team, current, thread, waitID uint64 // th_team, th_current_task, ds_thread, wait_id
+	tid, state                    int64  // ds_tid, state
 }
 
 // threadRec is a thread decoded at one stop, with its current task's
@@ -179,16 +187,24 @@ func (s *stop) readTable() (*threadTable, error) {
 	}
 	// Read the threads' structures with as few target reads as their
 	// placement allows.
-	tt.infos = make([]view, n)
+	tt.infos = make([]thInfo, n)
 	tt.errs = make([]error, n)
-	rt.mem.ReadEach(addrs, rt.l.thExtent, "kmp_info_t of a thread", tt.infos, tt.errs)
+	l := rt.l
+	rt.mem.ReadEachFunc(addrs, l.thExtent, "kmp_info_t of a thread", func(pos int, v view, err error) {
+		if err != nil {
+			tt.errs[pos] = err
+			return
+		}
+		tt.infos[pos] = thInfo{team: v.F(l.thTeam), current: v.F(l.thCurrentTask), thread: v.F(l.thThread),
+			waitID: v.F(l.thWaitID), tid: v.FI(l.thTid), state: v.FI(l.thState)}
+	})
 	for pos, addr := range addrs {
 		if addr == 0 {
 			tt.errs[pos] = errorf(omprt.ErrCorrupt, "__kmp_threads[%d] repeats thread %#x", tt.refs[pos].ID, tt.refs[pos].Addr)
 			continue
 		}
 		if tt.errs[pos] == nil {
-			if pt := tt.infos[pos].F(rt.l.thThread); pt != 0 {
+			if pt := tt.infos[pos].thread; pt != 0 {
 				if _, dup := tt.byPth[pt]; !dup {
 					tt.byPth[pt] = int32(pos)
 				}
@@ -408,7 +424,6 @@ func (s *stop) thread(r omprt.ThreadRef) (*threadRec, error) {
 
 // decodeThread decodes the kmp_info_t of the thread at pos in the table.
 func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
-	l := s.rt.l
 	r := tt.refs[pos]
 	rec := s.threadSlab.new()
 	rec.data.Ref = r
@@ -417,9 +432,9 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		d.Err = err
 		return rec
 	}
-	v := tt.infos[pos]
+	v := &tt.infos[pos]
 	s.threadOSIDs(d, v)
-	d.Num = int(v.FI(l.thTid))
+	d.Num = int(v.tid)
 	infer := s.threadState(rec, v)
 	if d.Pthread == 0 {
 		threadStarting(d)
@@ -429,16 +444,16 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 		return rec
 	}
 	// The innermost region: the thread's team, at its innermost level.
-	team := v.F(l.thTeam)
+	team := v.team
 	idle := s.threadRegion(tt, rec, team)
-	if td := v.F(l.thCurrentTask); idle {
+	if td := v.current; idle {
 		// TaskErr says why (threadRegion).
 	} else if td == 0 {
 		d.TaskErr = s.errs.Error(omprt.ErrUnavailable, omprt.ThreadN(r), " has no current task")
 	} else {
 		d.Task, d.TaskErr = s.taskRef(td)
 	}
-	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.FI(l.thTid)))
+	d.TeamNum, d.NumTeams, d.LeagueErr = s.league(team, int(v.tid))
 	if !idle {
 		s.bindMoment(d)
 	}
@@ -457,9 +472,9 @@ func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 }
 
 // threadOSIDs fills the thread's pthread and LWP from its kmp_info_t v.
-func (s *stop) threadOSIDs(d *omprt.ThreadData, v view) {
+func (s *stop) threadOSIDs(d *omprt.ThreadData, v *thInfo) {
 	r := d.Ref
-	d.Pthread = v.F(s.rt.l.thThread)
+	d.Pthread = v.thread
 	if d.Pthread == 0 {
 		d.PthreadErr = errorf(omprt.ErrUnavailable, "%v is starting: the runtime has not recorded its pthread id yet", omprt.ThreadName(r))
 	}
@@ -475,14 +490,14 @@ func (s *stop) threadOSIDs(d *omprt.ThreadData, v view) {
 // threadState fills the thread's state and wait id from its kmp_info_t
 // v, where the runtime tracks them; infer says it does not, and the state
 // is to be read from the thread's stack once its place is known.
-func (s *stop) threadState(rec *threadRec, v view) (infer bool) {
-	l, d := s.rt.l, &rec.data
+func (s *stop) threadState(rec *threadRec, v *thInfo) (infer bool) {
+	d := &rec.data
 	if on, err := s.stateTracking(); err != nil {
 		d.StateErr = err
 	} else if !on {
 		return true
 	} else {
-		d.State, d.WaitID = v.FI(l.thState), v.F(l.thWaitID)
+		d.State, d.WaitID = v.state, v.waitID
 	}
 	return false
 }
@@ -636,7 +651,7 @@ func (s *stop) outsideRegion(tt *threadTable, r omprt.ThreadRef, tm *team, num i
 	// forked it, or serialized it). As a worker of another team it has
 	// left the team: a nested hot team's primary, freed to the pool
 	// when its own team shrank, may be taken into another hot team.
-	cur := tt.infos[ppos].F(s.rt.l.thTeam)
+	cur := tt.infos[ppos].team
 	for i := 0; cur != 0; i++ {
 		if cur == tm.addr {
 			return ""

@@ -232,3 +232,39 @@ func TestReadEachVector(t *testing.T) {
 	assert.Equal(t, int64(2), tg.Reads(), "each alone: more than a gap apart")
 	assert.Equal(t, int64(2*size), mem.Used())
 }
+
+// ReadEachFunc hands each structure to its decoder as ReadEach would give
+// it, the unreadable ones with their error, and no null entry; a second
+// call (which may reuse the first one's buffer) reads its own bytes.
+func TestReadEachFunc(t *testing.T) {
+	const base, size = 0x300000, 200
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, 4*page))
+	want := make([]byte, 4*page)
+	for i := range want {
+		want[i] = byte(i*7 + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	mem := omprt.NewMemory(tg)
+	addrs := []uint64{base + 3*page, 0, base + 16, base + 16 + size, base + 8*page}
+	got := map[int][]byte{}
+	mem.ReadEachFunc(addrs, size, "structure", func(i int, v omprt.View, err error) {
+		if addrs[i] == base+8*page {
+			assert.Error(t, err, "unmapped")
+			return
+		}
+		require.NoError(t, err)
+		got[i] = append([]byte(nil), v.B...)
+	})
+	require.Len(t, got, 3, "the null entry is not decoded")
+	for i, b := range got {
+		assert.Equal(t, want[addrs[i]-base:addrs[i]-base+size], b, "structure %d", i)
+	}
+	n := 0
+	omprt.NewMemory(tg).ReadEachFunc(addrs[:1], size, "structure", func(i int, v omprt.View, err error) {
+		require.NoError(t, err)
+		assert.Equal(t, want[3*page:3*page+size], v.B)
+		n++
+	})
+	assert.Equal(t, 1, n)
+}

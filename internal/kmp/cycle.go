@@ -1,15 +1,44 @@
 package kmp
 
-import "github.com/ompd-go/ompd/internal/omprt"
+import (
+	"sync"
+
+	"github.com/ompd-go/ompd/internal/omprt"
+)
 
 // chain is one kind of link between tasks (the generating or the
-// scheduling ancestor) with what is known at this stop about cycles of it:
-// for each task looked at, nil if its chain ends, an omprt.ErrCorrupt error if
-// the task lies on a cycle.
+// scheduling ancestor). What is known at this stop about cycles of it is
+// kept in the tasks' records (taskRaw.cycle[idx]): for each task looked
+// at, nil if its chain ends, an omprt.ErrCorrupt error if the task lies
+// on a cycle.
 type chain struct {
-	name  string
-	next  func(s *stop, td uint64) uint64
-	known omprt.Cache[uint64, error]
+	name string
+	next func(s *stop, td uint64) uint64
+	idx  int        // the chain's entry of taskRaw.cycle
+	mu   sync.Mutex // guards the tasks' cycle entries of this chain
+}
+
+// cycleMark is what a walk of one chain found for one task.
+type cycleMark struct {
+	known bool
+	err   error
+}
+
+// known returns what is known of task t's chain.
+func (c *chain) known(t *taskRaw) (error, bool) {
+	c.mu.Lock()
+	m := t.cycle[c.idx]
+	c.mu.Unlock()
+	return m.err, m.known
+}
+
+// mark records err for task t unless something is known already.
+func (c *chain) mark(t *taskRaw, err error) {
+	c.mu.Lock()
+	if !t.cycle[c.idx].known {
+		t.cycle[c.idx] = cycleMark{known: true, err: err}
+	}
+	c.mu.Unlock()
 }
 
 // generatingLink is td_parent.
@@ -47,15 +76,18 @@ func schedulingLink(s *stop, td uint64) uint64 {
 // longer cycles (A, B, C, A) are found alike, so that a loop over
 // Generating or Scheduling always ends.
 func (s *stop) onCycle(c *chain, td uint64) error {
-	if err, ok := c.known.Load(td); ok {
+	first := s.task(td)
+	if err, ok := c.known(first); ok {
 		return err
 	}
 	var buf [16]uint64
-	path := buf[:0]
+	var tbuf [16]*taskRaw
+	path, recs := buf[:0], tbuf[:0]
 	var index map[uint64]int // once the path is long
 	cycleAt := -1
 	for cur := td; cur != 0; cur = c.next(s, cur) {
-		if _, ok := c.known.Load(cur); ok {
+		t := s.task(cur)
+		if _, ok := c.known(t); ok {
 			break // the rest of the chain is known: the path only leads into it
 		}
 		if i, ok := pathIndex(path, index, cur); ok {
@@ -64,11 +96,11 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 		}
 		if len(path) == maxChain {
 			// Too long to be real: call the task that starts it corrupt.
-			c.known.Store(td, errorf(omprt.ErrCorrupt, "task %#x: its %s chain has no end within %d links", td, c.name, maxChain))
-			path = path[1:]
+			c.mark(first, errorf(omprt.ErrCorrupt, "task %#x: its %s chain has no end within %d links", td, c.name, maxChain))
+			path, recs = path[1:], recs[1:]
 			break
 		}
-		path = append(path, cur)
+		path, recs = append(path, cur), append(recs, t)
 		if len(path) == 64 {
 			index = make(map[uint64]int, 128)
 			for i, p := range path {
@@ -83,9 +115,9 @@ func (s *stop) onCycle(c *chain, td uint64) error {
 		if cycleAt >= 0 && i >= cycleAt {
 			err = errorf(omprt.ErrCorrupt, "task %#x lies on a cycle of %d %s links", p, len(path)-cycleAt, c.name)
 		}
-		c.known.Store(p, err)
+		c.mark(recs[i], err)
 	}
-	err, _ := c.known.Load(td)
+	err, _ := c.known(first)
 	return err
 }
 

@@ -21,6 +21,7 @@ type taskRaw struct {
 	explicit bool
 	freed    bool
 	team     uint64
+	cycle    [2]cycleMark // of the generating and the scheduling chain (chain.idx)
 }
 
 // task reads the kmp_taskdata_t at td once per stop.

@@ -40,8 +40,8 @@ type stop struct {
 
 func (rt *Runtime) newStop() *stop {
 	return &stop{rt: rt,
-		generating: chain{name: "td_parent", next: generatingLink},
-		scheduling: chain{name: "scheduling", next: schedulingLink}}
+		generating: chain{name: "td_parent", next: generatingLink, idx: 0},
+		scheduling: chain{name: "scheduling", next: schedulingLink, idx: 1}}
 }
 
 // threadTable is the runtime's thread table __kmp_threads as read at one
@@ -215,8 +215,6 @@ func (s *stop) readTable() (*threadTable, error) {
 	// Each thread has a current task, most an implicit task of their own.
 	s.tasks.Reserve(len(tt.refs))
 	s.taskRecs.Reserve(len(tt.refs))
-	s.generating.known.Reserve(len(tt.refs))
-	s.scheduling.known.Reserve(len(tt.refs))
 	s.readCurrentTasks(tt)
 	return tt, nil
 }

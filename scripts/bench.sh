@@ -37,7 +37,12 @@
 #   OMPD_BENCH_RANKS    ranks of BenchmarkMergeRanks (default 100000)
 #   OMPD_BENCH_BASE     the commit profiled as "before" (default e14c07b,
 #                       the code of the figures before issue 28)
-#   BENCHTIME           iterations per run (default 5x)
+#   BENCHTIME           -benchtime of each run (default 1s: a snapshot
+#                       of 256 threads takes about a millisecond and
+#                       the collector runs every few of them, so a run
+#                       of 5 iterations held one collection or none, and
+#                       its figure moved with that; a second of them
+#                       averages the collector's share)
 #   COUNT               runs of each benchmark (default 5)
 #
 # Times on a shared machine vary; cpu-ns/op (the process's user+system CPU
@@ -53,7 +58,7 @@ out=$(cd "$out" && pwd)
 export OMPD_BENCH_THREADS=${OMPD_BENCH_THREADS:-256,1024,4096}
 export OMPD_BENCH_RANKS=${OMPD_BENCH_RANKS:-100000}
 base=${OMPD_BENCH_BASE:-e14c07b}
-benchtime=${BENCHTIME:-5x}
+benchtime=${BENCHTIME:-1s}
 count=${COUNT:-5}
 start=$(date +%s)
 

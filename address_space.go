@@ -45,7 +45,10 @@ type AddressSpace struct {
 // breakpoint Breakpoints().DLLLocationsValid. A target that finds no
 // runtime but could not load some of its libraries (a core whose libomp
 // is missing, unreadable or of another build) gives ErrIncompatible with
-// the target's reason (target.ErrObjectMissing), not ErrNoRuntime.
+// the target's reason (target.ErrObjectMissing), not ErrNoRuntime; so
+// does a program on libgomp whose core lacks the library's pages and
+// whose file the target could not load, and the error says that the
+// program uses libgomp and which file is missing.
 func Open(t target.Target) (*AddressSpace, error) {
 	if t == nil {
 		return nil, errorf(ErrBadInput, "open: nil target")

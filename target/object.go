@@ -40,6 +40,16 @@ type ObjectLister interface {
 	Objects() ([]Object, error)
 }
 
+// MissingObjectLister is implemented by targets that may fail to load
+// objects their program loaded (target/core: a shared library not found
+// under its sysroot or file map, unreadable, or of another build), which
+// ObjectLister then leaves out.
+type MissingObjectLister interface {
+	// MissingObjects lists those objects: Name as the program names
+	// them, Err why no local file could be used.
+	MissingObjects() []Object
+}
+
 // Errors of the search for separate debug files (Object.DebugErr).
 var (
 	// ErrNoDebugFile: no separate debug file was found anywhere.

@@ -3,6 +3,7 @@ package gomp
 import (
 	"debug/elf"
 	"encoding/hex"
+	"fmt"
 	"path"
 	"strings"
 
@@ -73,9 +74,29 @@ func findLibrary(t target.Target, mem *omprt.Memory) (*library, error) {
 		return nil, omprt.Wrap(omprt.ErrIncompatible, err, "gomp: %s", lib.name)
 	}
 	if err := lib.readDynamic(mem); err != nil {
-		return nil, err
+		return nil, lib.unreadable(t, err)
 	}
 	return lib, nil
+}
+
+// unreadable returns the error of libgomp found in the program's list of
+// objects but whose memory cannot be read (err): when the target could
+// not load the library's file, one that says so, which file and why, and
+// where the target looks for it, matching omprt.ErrIncompatible and
+// target.ErrObjectMissing; else err.
+func (l *library) unreadable(t target.Target, err error) error {
+	m, ok := t.(target.MissingObjectLister)
+	if !ok {
+		return err
+	}
+	for _, o := range m.MissingObjects() {
+		if isLibgomp(o.Name) {
+			return omprt.Wrap(omprt.ErrIncompatible, fmt.Errorf("%w: %s: %w", target.ErrObjectMissing, o.Name, o.Err),
+				"gomp: the program uses GNU libgomp (%s), which cannot be read without its file (%v); a core's libraries are looked for where the core names them, under the sysroot or file map it is opened with (core.WithSysroot, core.WithFileMap; ompdtool -sysroot, -file-map)",
+				l.name, err)
+		}
+	}
+	return err
 }
 
 // dynAddr turns a d_ptr value of the dynamic section into a run-time

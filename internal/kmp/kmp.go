@@ -94,8 +94,9 @@ func Open(t target.Target) (omprt.Runtime, error) {
 			r = &knownReader{s: st, order: t.ByteOrder()}
 		} else if errors.Is(err2, target.ErrObjectMissing) {
 			// The runtime may be among the objects the target could not
-			// load: say so, rather than that there is none.
-			return nil, wrapErr(omprt.ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded")
+			// load: say so, rather than that there is none (unless
+			// another runtime package found its own).
+			return nil, omprt.Unidentified(wrapErr(omprt.ErrIncompatible, err2, "open: no OpenMP runtime among the objects loaded"))
 		} else {
 			return nil, errorf(omprt.ErrNoRuntime, "open: no symbol ompd_sizeof__kmp_info_t or __kmp_threads")
 		}

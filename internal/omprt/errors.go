@@ -32,6 +32,23 @@ func (*noRuntimeError) Error() string { return "ompd: no OpenMP runtime in targe
 // Is makes ErrNoRuntime match ErrIncompatible too.
 func (*noRuntimeError) Is(target error) bool { return target == ErrIncompatible }
 
+// Unidentified marks err, an Opener's error, as one about a runtime the
+// opener did not find but could not rule out either (its library may be
+// among the objects the target could not load): runtimes.Open reports it
+// only when no other runtime package found its own runtime.
+func Unidentified(err error) error { return &unidentifiedError{err} }
+
+// IsUnidentified reports whether err is marked by Unidentified.
+func IsUnidentified(err error) bool {
+	var u *unidentifiedError
+	return errors.As(err, &u)
+}
+
+type unidentifiedError struct{ err error }
+
+func (e *unidentifiedError) Error() string { return e.err.Error() }
+func (e *unidentifiedError) Unwrap() error { return e.err }
+
 // Error adds context to a sentinel (and optionally a cause) while keeping
 // both reachable through errors.Is. Its message is formatted only when
 // Error is called, so building one on a path where the caller drops it

@@ -31,8 +31,9 @@ var all = [...]runtime{{kmp.Name, kmp.Open}, {gomp.Name, gomp.Open}}
 // be read with why in parentheses.
 //
 // With none found, the error is the reason of the first runtime that is
-// loaded but cannot be read, else one matching omprt.ErrNoRuntime that
-// says what each package looked for.
+// loaded but cannot be read, else that of a runtime a package did not
+// find but could not rule out (omprt.Unidentified), else one matching
+// omprt.ErrNoRuntime that says what each package looked for.
 func Open(t target.Target) (rt omprt.Runtime, others []string, err error) {
 	var errs []error
 	var found []omprt.Runtime
@@ -45,10 +46,15 @@ func Open(t target.Target) (rt omprt.Runtime, others []string, err error) {
 			continue
 		}
 		if !errors.Is(err, omprt.ErrNoRuntime) {
-			if failed == nil {
+			// A runtime found beats one only not ruled out: a libgomp
+			// program whose libgomp file is missing is not told that
+			// LLVM's symbols are not found.
+			if failed == nil || omprt.IsUnidentified(failed) && !omprt.IsUnidentified(err) {
 				failed = err
 			}
-			unread = append(unread, r.name+" (not read: "+err.Error()+")")
+			if !omprt.IsUnidentified(err) {
+				unread = append(unread, r.name+" (not read: "+err.Error()+")")
+			}
 		}
 		errs = append(errs, err)
 	}

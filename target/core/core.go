@@ -172,8 +172,9 @@ type Core struct {
 	infos    []target.Object
 	warnings []string
 	// notLoaded lists the libraries the core names that could not be
-	// loaded, with why.
-	notLoaded []string
+	// loaded, with why; missingObjs the same as MissingObjects gives them.
+	notLoaded   []string
+	missingObjs []target.Object
 	// threads are the threads with their thread pointers and pthread_t,
 	// once resolveThreads ran.
 	threads []target.Thread
@@ -195,6 +196,7 @@ var (
 	_ target.FrameUnwinder                         = (*Core)(nil)
 	_ target.CodeLocator                           = (*Core)(nil)
 	_ target.ObjectLister                          = (*Core)(nil)
+	_ target.MissingObjectLister                   = (*Core)(nil)
 	_ interface{ SymbolAt(uint64) (string, bool) } = (*Core)(nil)
 )
 
@@ -318,6 +320,14 @@ func (c *Core) missing(name string, err error) {
 	msg := oneLine(fmt.Sprintf("%s: %v", name, err))
 	c.warnings = append(c.warnings, msg)
 	c.notLoaded = append(c.notLoaded, msg)
+	c.missingObjs = append(c.missingObjs, target.Object{Name: name, Err: err})
+}
+
+// MissingObjects lists the libraries the core names that could not be
+// loaded (target.MissingObjectLister): Name as the core names them, Err
+// why (see Warnings).
+func (c *Core) MissingObjects() []target.Object {
+	return append([]target.Object(nil), c.missingObjs...)
 }
 
 // oneLine joins the lines of a message (errors.Join separates its errors
@@ -725,11 +735,12 @@ func (c *Core) Close() error {
 
 // Objects lists the loaded objects (target.ObjectLister): the executable
 // first, then the shared libraries in load order; those the core names but
-// that could not be loaded are not listed (see Warnings). Name is the path
-// the core names (the executable's is the path given to Open). For an
-// object that lacks its own symbol table or DWARF it reports its separate
-// debug file, searching for it first if no lookup has yet (which may ask a
-// debuginfod server, see WithDebuginfod). The error is always nil.
+// that could not be loaded are not listed (see Warnings and
+// MissingObjects). Name is the path the core names (the executable's is
+// the path given to Open). For an object that lacks its own symbol table
+// or DWARF it reports its separate debug file, searching for it first if
+// no lookup has yet (which may ask a debuginfod server, see
+// WithDebuginfod). The error is always nil.
 func (c *Core) Objects() ([]target.Object, error) {
 	return objfile.Describe(c.infos, c.set.Objects()), nil
 }

@@ -535,7 +535,7 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 	}
 	for i, icv := range ids {
 		v, err := sn.icvText(&scope.memo[i], &scope.vals[i], scope.errs[i])
-		incomplete := err != nil && errors.Is(err, ErrIncomplete)
+		incomplete := err != nil && omprt.Is(err, ErrIncomplete)
 		if err != nil && !incomplete {
 			sn.note(id, "ICV "+icv.Name(), err)
 			continue
@@ -574,11 +574,12 @@ func (sn *snap) thread(th Thread) ThreadSnapshot {
 	}
 	if sn.tracking || d.StateInferred || sn.inferring {
 		sn.note(ts.ID, "state", d.StateErr)
-		var why *omprt.StateUnknown
-		if errors.As(d.StateErr, &why) {
-			ts.StateUnknown = why.Reason
-		}
-		if d.StateErr == nil {
+		if d.StateErr != nil {
+			var why *omprt.StateUnknown
+			if errors.As(d.StateErr, &why) {
+				ts.StateUnknown = why.Reason
+			}
+		} else {
 			st := State(d.State)
 			ts.State, ts.NoState = st, false
 			ts.StateInferred = d.StateInferred

@@ -1,8 +1,6 @@
 package ompd
 
 import (
-	"errors"
-
 	"github.com/ompd-go/ompd/internal/omprt"
 	"github.com/ompd-go/ompd/target"
 )
@@ -32,7 +30,7 @@ type unchanged struct {
 }
 
 func (u unchanged) fix(err error) error {
-	if err == nil || u.refreshed.Load() || !errors.Is(err, ErrStaleHandle) {
+	if err == nil || u.refreshed.Load() || !omprt.Is(err, ErrStaleHandle) {
 		return err
 	}
 	return omprt.Rekind(err, ErrStaleHandle, ErrCorrupt, " (not a stale handle: the memory has not changed since it was made)")
@@ -51,7 +49,7 @@ func (u unchanged) anyStale(errs ...error) bool {
 		return false
 	}
 	for _, err := range errs {
-		if err != nil && errors.Is(err, ErrStaleHandle) {
+		if err != nil && omprt.Is(err, ErrStaleHandle) {
 			return true
 		}
 	}

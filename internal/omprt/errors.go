@@ -124,6 +124,14 @@ func Is(err, kind error) bool {
 		if e.kind[0] == kind {
 			return true
 		}
+		switch e.kind[0].(type) {
+		case interface{ Unwrap() error }, interface{ Unwrap() []error }, interface{ Is(error) bool }:
+		default:
+			// A sentinel, which matches only itself: errors.Is would
+			// say no too, only slower (the stores' errors are asked
+			// this for every record of a snapshot).
+			return false
+		}
 	case *Error:
 		if e.Kind == kind {
 			return true

@@ -384,6 +384,12 @@ type scopeICVs struct {
 	memo []icvMemo
 	vals []omprt.Value
 	errs []error
+	// made are the ICVValues made last from answers all without error,
+	// madeFrom those answers: the next scope with the same answers
+	// takes a copy of made (the implicit tasks of a team mostly have
+	// the same ICVs).
+	made     []ICVValue
+	madeFrom []omprt.Value
 }
 
 // icvSlot returns an empty slice with room for one thread's ICVs.
@@ -533,6 +539,11 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 	} else {
 		icvsAt(sn.as.rt, sc, scope.rids, scope.vals, scope.errs)
 	}
+	reuse := kind == ScopeTask
+	if reuse && scope.made != nil && sameValues(scope.vals, scope.madeFrom) && allNil(scope.errs) {
+		return append(out, scope.made...)
+	}
+	start := len(out)
 	for i, icv := range ids {
 		v, err := sn.icvText(&scope.memo[i], &scope.vals[i], scope.errs[i])
 		incomplete := err != nil && omprt.Is(err, ErrIncomplete)
@@ -546,7 +557,39 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 		}
 		out = append(out, iv)
 	}
+	if reuse {
+		scope.made = nil
+		if allNil(scope.errs) {
+			scope.made = out[start:len(out):len(out)]
+			scope.madeFrom = append(scope.madeFrom[:0], scope.vals...)
+		}
+	}
 	return out
+}
+
+// sameValues reports whether a and b hold the same answers.
+func sameValues(a, b []omprt.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Int != y.Int || x.HasText != y.HasText || x.IsString != y.IsString || x.FromEnv != y.FromEnv ||
+			x.Text != y.Text || !slices.Equal(x.List, y.List) {
+			return false
+		}
+	}
+	return true
+}
+
+// allNil reports whether errs holds no error.
+func allNil(errs []error) bool {
+	for _, err := range errs {
+		if err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (sn *snap) thread(th Thread) ThreadSnapshot {

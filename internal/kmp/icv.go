@@ -522,9 +522,25 @@ func (m *icvMemo) load(ids []omprt.ICV, k *icvKey, vals []omprt.Value, errs []er
 	if !m.ok || m.key != *k || !slices.Equal(m.ids, ids) {
 		return false
 	}
-	copy(vals, m.vals)
-	copy(errs, m.errs)
+	// The caller's buffers mostly hold these answers already (a snapshot
+	// asks with the same buffers task after task): write only what
+	// differs, sparing the copy's write barriers.
+	for i := range m.vals {
+		if !sameValue(&vals[i], &m.vals[i]) {
+			vals[i] = m.vals[i]
+		}
+		if errs[i] != nil || m.errs[i] != nil {
+			errs[i] = m.errs[i]
+		}
+	}
 	return true
+}
+
+// sameValue reports whether a and b are the same answer, their list the
+// same slice.
+func sameValue(a, b *omprt.Value) bool {
+	return a.Int == b.Int && a.HasText == b.HasText && a.IsString == b.IsString && a.FromEnv == b.FromEnv &&
+		a.Text == b.Text && len(a.List) == len(b.List) && (len(a.List) == 0 || &a.List[0] == &b.List[0])
 }
 
 // store remembers the answers for ids of a task with key k.

@@ -325,6 +325,9 @@ type snap struct {
 	lastRegs            []ParallelSnapshot
 	taskBlock, taskWalk []TaskSnapshot
 	block               int // elements per block of regions and tasks
+	// keyed is the address space's runtime if it tells when a scope's
+	// ICVs are those read last (omprt.ICVKeyed), else nil.
+	keyed omprt.ICVKeyed
 	// batch is the address space's runtime if it reads several ICVs at
 	// once, else nil.
 	batch omprt.ICVBatch
@@ -390,6 +393,7 @@ type scopeICVs struct {
 	// the same ICVs).
 	made     []ICVValue
 	madeFrom []omprt.Value
+	key      omprt.ICVKey // of the answers read last (omprt.ICVKeyed)
 }
 
 // icvSlot returns an empty slice with room for one thread's ICVs.
@@ -489,6 +493,7 @@ func (as *AddressSpace) Snapshot(ctx context.Context, opts ...SnapshotOption) (*
 		sc.memo, sc.vals, sc.errs = make([]icvMemo, n), make([]omprt.Value, n), make([]error, n)
 	}
 	sn.batch, _ = as.rt.(omprt.ICVBatch)
+	sn.keyed, _ = as.rt.(omprt.ICVKeyed)
 	sn.nThICVs = len(sn.scopes[ScopeThread].ids) + len(sn.scopes[ScopeTask].ids)
 	var err error
 	s.OpenMPVersion, err = as.OpenMPVersion()
@@ -534,13 +539,20 @@ func (sn *snap) appendICVs(out []ICVValue, kind ScopeKind, sc omprt.ScopeRef, id
 	}
 	scope := &sn.scopes[kind]
 	ids := scope.ids
-	if sn.batch != nil {
+	reuse := kind == ScopeTask
+	same := false
+	switch {
+	case reuse && sn.keyed != nil:
+		same = sn.keyed.ICVsAtKeyed(sc, scope.rids, scope.vals, scope.errs, &scope.key)
+	case sn.batch != nil:
 		sn.batch.ICVsAt(sc, scope.rids, scope.vals, scope.errs)
-	} else {
+	default:
 		icvsAt(sn.as.rt, sc, scope.rids, scope.vals, scope.errs)
 	}
-	reuse := kind == ScopeTask
-	if reuse && scope.made != nil && sameValues(scope.vals, scope.madeFrom) && allNil(scope.errs) {
+	// made holds the values of madeFrom, which equal the answers of the
+	// last call: the answers now are those too when the runtime says
+	// they are made of the same (same), or when they compare equal.
+	if reuse && scope.made != nil && allNil(scope.errs) && (same || sameValues(scope.vals, scope.madeFrom)) {
 		return append(out, scope.made...)
 	}
 	start := len(out)

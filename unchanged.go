@@ -10,6 +10,7 @@ func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
 	as := &AddressSpace{t: t}
 	u := unchanged{Runtime: rt, refreshed: &as.refreshed}
 	u.batch, _ = rt.(omprt.ICVBatch)
+	u.keyed, _ = rt.(omprt.ICVKeyed)
 	as.rt = u
 	return as
 }
@@ -25,8 +26,10 @@ func newAddressSpace(t target.Target, rt omprt.Runtime) *AddressSpace {
 type unchanged struct {
 	omprt.Runtime
 	refreshed interface{ Load() bool }
-	// batch is the runtime if it reads several ICVs at once, else nil.
+	// batch is the runtime if it reads several ICVs at once, else nil;
+	// keyed if it tells when a scope's ICVs are those read last.
 	batch omprt.ICVBatch
+	keyed omprt.ICVKeyed
 }
 
 func (u unchanged) fix(err error) error {
@@ -117,6 +120,25 @@ func (u unchanged) ICVsAt(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value,
 			errs[i] = u.fix(err)
 		}
 	}
+}
+
+// ICVsAtKeyed is omprt.ICVKeyed's, through the runtime's if it has one;
+// else it reads as ICVsAt and reports false.
+func (u unchanged) ICVsAtKeyed(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error, key *omprt.ICVKey) bool {
+	if u.keyed == nil {
+		*key = omprt.ICVKey{}
+		u.ICVsAt(s, ids, vals, errs)
+		return false
+	}
+	if u.keyed.ICVsAtKeyed(s, ids, vals, errs, key) {
+		return true
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = u.fix(err)
+		}
+	}
+	return false
 }
 
 // icvsAt reads the ICVs ids at scope s from rt, as one batch where rt

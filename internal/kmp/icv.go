@@ -2,9 +2,7 @@ package kmp
 
 import (
 	"errors"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ompd-go/ompd/internal/omprt"
@@ -110,15 +108,8 @@ func (rt *Runtime) ICVsAt(sc omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value
 	switch sc.Kind {
 	case omprt.ScopeTask:
 		rec := s.taskRec(sc.Ref)
-		key, ok := s.taskICVKey(rec, sc.Ref)
-		if ok && s.taskICVs.load(ids, &key, vals, errs) {
-			return
-		}
 		for i, id := range ids {
 			vals[i], errs[i] = s.taskRecICV(rec, sc.Ref, id)
-		}
-		if ok {
-			s.taskICVs.store(ids, &key, vals, errs)
 		}
 	case omprt.ScopeThread:
 		rec, err := s.thread(sc.Thread)
@@ -462,32 +453,47 @@ func libompdSchedule(s omprt.Schedule) string {
 	return s.String()
 }
 
-// icvKey is what a task's ICVs are made of (taskRecICV): the bytes of its
-// kmp_internal_control_t that hold them, the level its ICV lists continue
-// from, and its final and implicit flags. Two tasks with one key have the
-// same ICVs.
-type icvKey struct {
-	raw       [maxICVBytes]byte
-	teamLevel int32
-	final     bool
-	implicit  bool
+// ICVsAtKeyed reads several ICVs of one scope (omprt.ICVKeyed): at task
+// scope, a task's ICVs are made of the bytes of its kmp_internal_control_t
+// that hold them, the level its ICV lists continue from and its final and
+// implicit flags (taskRecICV), at one stop; two tasks with the same have
+// the same ICVs. Other scopes have no key.
+func (rt *Runtime) ICVsAtKeyed(sc omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value, errs []error, key *omprt.ICVKey) bool {
+	if sc.Kind != omprt.ScopeTask {
+		*key = omprt.ICVKey{}
+		rt.ICVsAt(sc, ids, vals, errs)
+		return false
+	}
+	s := rt.stop()
+	rec := s.taskRec(sc.Ref)
+	var k omprt.ICVKey
+	if s.taskICVKey(rec, sc.Ref, &k) && k == *key {
+		return true
+	}
+	for i, id := range ids {
+		vals[i], errs[i] = s.taskRecICV(rec, sc.Ref, id)
+	}
+	*key = k
+	return false
 }
 
-// maxICVBytes bounds the part of kmp_internal_control_t an icvKey holds.
-const maxICVBytes = 96
-
-// taskICVKey returns the key of the ICVs of task r, whose record is rec;
-// false when the task's ICVs cannot be read whole (taskRecICV answers
-// with the record's own errors then).
-func (s *stop) taskICVKey(rec *taskRec, r omprt.Ref) (icvKey, bool) {
-	var k icvKey
+// taskICVKey sets *k to the key of the ICVs of task r, whose record is
+// rec; false (and the zero key) when the task's ICVs cannot be read whole
+// (taskRecICV answers with the record's own errors then).
+func (s *stop) taskICVKey(rec *taskRec, r omprt.Ref, k *omprt.ICVKey) bool {
 	lo, hi := s.rt.icvBytes()
-	if rec.err != nil || rec.icvsErr != nil || rec.teamErr != nil || hi-lo > maxICVBytes || hi > uint64(len(rec.raw.v.B)) {
-		return k, false
+	if rec.err != nil || rec.icvsErr != nil || rec.teamErr != nil || hi-lo > uint64(len(k.Raw)) || hi > uint64(len(rec.raw.v.B)) {
+		return false
 	}
-	copy(k.raw[:], rec.raw.v.B[lo:hi])
-	k.teamLevel, k.final, k.implicit = rec.teamLevel, rec.data.InFinal, r.Level >= 0
-	return k, true
+	copy(k.Raw[:], rec.raw.v.B[lo:hi])
+	k.Stop, k.Level = s.id, rec.teamLevel
+	if rec.data.InFinal {
+		k.Flags |= 1
+	}
+	if r.Level >= 0 {
+		k.Flags |= 2
+	}
+	return true
 }
 
 // icvBytes returns where in kmp_taskdata_t the fields of the ICVs lie,
@@ -499,56 +505,4 @@ func (rt *Runtime) icvBytes() (lo, hi uint64) {
 		lo, hi = min(lo, f.Off), max(hi, f.End())
 	}
 	return lo, hi
-}
-
-// icvMemo holds the ICVs of the task read last at task scope: the
-// implicit tasks of a team mostly have the same ones, and comparing their
-// bytes costs less than decoding every ICV again (a tenth of a snapshot's
-// CPU time did).
-type icvMemo struct {
-	mu   sync.Mutex
-	ids  []omprt.ICV
-	key  icvKey
-	vals []omprt.Value
-	errs []error
-	ok   bool
-}
-
-// load fills vals and errs with the answers for ids if the task read last
-// had the same key.
-func (m *icvMemo) load(ids []omprt.ICV, k *icvKey, vals []omprt.Value, errs []error) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ok || m.key != *k || !slices.Equal(m.ids, ids) {
-		return false
-	}
-	// The caller's buffers mostly hold these answers already (a snapshot
-	// asks with the same buffers task after task): write only what
-	// differs, sparing the copy's write barriers.
-	for i := range m.vals {
-		if !sameValue(&vals[i], &m.vals[i]) {
-			vals[i] = m.vals[i]
-		}
-		if errs[i] != nil || m.errs[i] != nil {
-			errs[i] = m.errs[i]
-		}
-	}
-	return true
-}
-
-// sameValue reports whether a and b are the same answer, their list the
-// same slice.
-func sameValue(a, b *omprt.Value) bool {
-	return a.Int == b.Int && a.HasText == b.HasText && a.IsString == b.IsString && a.FromEnv == b.FromEnv &&
-		a.Text == b.Text && len(a.List) == len(b.List) && (len(a.List) == 0 || &a.List[0] == &b.List[0])
-}
-
-// store remembers the answers for ids of a task with key k.
-func (m *icvMemo) store(ids []omprt.ICV, k *icvKey, vals []omprt.Value, errs []error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ids = append(m.ids[:0], ids...)
-	m.vals = append(m.vals[:0], vals...)
-	m.errs = append(m.errs[:0], errs...)
-	m.key, m.ok = *k, true
 }

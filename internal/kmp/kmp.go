@@ -47,7 +47,8 @@ type Runtime struct {
 	syms  map[string]uint64
 	obj   string // the object holding the runtime's code (see object)
 
-	cur atomic.Pointer[stop]
+	cur   atomic.Pointer[stop]
+	stops atomic.Uint64 // stops made (stop.id)
 
 	gomp gompABI // regions of gcc-compiled programs
 	bp   bpInfo  // the OMPD breakpoint functions and their callers

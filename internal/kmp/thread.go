@@ -35,11 +35,11 @@ type stop struct {
 	taskSlab   slab[taskRec]
 	raws       slab[taskRaw]
 	errs       omprt.ErrorStore // the records' common answers
-	taskICVs   icvMemo          // the ICVs of the task read last
+	id         uint64           // the stop's number, from 1 (omprt.ICVKey.Stop)
 }
 
 func (rt *Runtime) newStop() *stop {
-	return &stop{rt: rt,
+	return &stop{rt: rt, id: rt.stops.Add(1),
 		generating: chain{name: "td_parent", next: generatingLink, idx: 0},
 		scheduling: chain{name: "scheduling", next: schedulingLink, idx: 1}}
 }

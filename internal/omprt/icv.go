@@ -118,6 +118,30 @@ type ICVBatch interface {
 	ICVsAt(s ScopeRef, ids []ICV, vals []Value, errs []error)
 }
 
+// ICVKeyed is implemented by runtimes that can tell that the ICVs of a
+// scope are those of the scope a caller read last. Package ompd's
+// Snapshot reads the task ICVs of every thread, and the implicit tasks of
+// a team mostly hold the same: comparing what they are made of costs
+// less than decoding and formatting them again.
+type ICVKeyed interface {
+	// ICVsAtKeyed is ICVsAt for a caller that passes the same ids,
+	// vals, errs and key from call to call. If what the answers at
+	// scope s are made of is *key, it reports true and leaves vals and
+	// errs as the caller's last call left them; else it fills them as
+	// ICVsAt does, sets *key (to the zero key if the answers have no
+	// key) and reports false.
+	ICVsAtKeyed(s ScopeRef, ids []ICV, vals []Value, errs []error, key *ICVKey) bool
+}
+
+// ICVKey is what the answers of an ICVKeyed runtime at one scope are
+// made of, in the runtime's own terms; the zero key matches nothing.
+type ICVKey struct {
+	Stop  uint64   // the stop the answers were read at (never 0)
+	Raw   [96]byte // the bytes of the runtime's structure that hold them
+	Level int32
+	Flags uint32
+}
+
 // Value is an ICV's value as a runtime package decoded it.
 type Value struct {
 	// Int is the integer value; for a list, its first element.

@@ -99,6 +99,18 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// sentinel reports whether err is one of the sentinels above that wrap
+// nothing and match only themselves (not ErrNoRuntime, which matches
+// ErrIncompatible too).
+func sentinel(err error) bool {
+	switch err {
+	case ErrUnavailable, ErrStaleHandle, ErrBadInput, ErrUnsupported, ErrNeedsStateTracking, ErrIncompatible,
+		ErrIncomplete, ErrReadFailed, ErrWriteFailed, ErrCorrupt:
+		return true
+	}
+	return false
+}
+
 // seal fills what Unwrap returns.
 func (e *Error) seal() *Error {
 	switch {
@@ -124,12 +136,10 @@ func Is(err, kind error) bool {
 		if e.kind[0] == kind {
 			return true
 		}
-		switch e.kind[0].(type) {
-		case interface{ Unwrap() error }, interface{ Unwrap() []error }, interface{ Is(error) bool }:
-		default:
-			// A sentinel, which matches only itself: errors.Is would
-			// say no too, only slower (the stores' errors are asked
-			// this for every record of a snapshot).
+		if sentinel(e.kind[0]) {
+			// A sentinel matches only itself: errors.Is would say no
+			// too, only slower (the stores' errors are asked this for
+			// every record of a snapshot).
 			return false
 		}
 	case *Error:

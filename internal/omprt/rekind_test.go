@@ -32,7 +32,9 @@ func TestIs(t *testing.T) {
 	caused := Wrap(ErrCorrupt, errors.New("plain"), "x")
 	errs := []error{nil, ErrUnavailable, ErrCorrupt, name, wrapped, caused,
 		Errorf(ErrUnavailable, "a"), Errorf(ErrCorrupt, "b"), ErrNoRuntime,
-		fmt.Errorf("via fmt: %w", name), errors.New("plain"), Rekind(name, ErrUnavailable, ErrCorrupt, " (rekinded)")}
+		fmt.Errorf("via fmt: %w", name), errors.New("plain"), Rekind(name, ErrUnavailable, ErrCorrupt, " (rekinded)"),
+		// A stored error of a kind that matches another kind too.
+		es.Error(ErrNoRuntime, ThreadN(ThreadRef{Addr: 0x20, ID: 1}), " has no runtime")}
 	kinds := []error{nil, ErrUnavailable, ErrCorrupt, ErrReadFailed, ErrIncompatible, ErrStaleHandle}
 	for _, err := range errs {
 		for _, kind := range kinds {

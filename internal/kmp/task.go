@@ -50,13 +50,12 @@ func (s *stop) taskRaw(v view, err error) *taskRaw {
 func (s *stop) readCurrentTasks(tt *threadTable) {
 	l := s.rt.l
 	addrs := make([]uint64, len(tt.refs))
-	seen := make(map[uint64]bool, len(tt.refs))
 	for pos := range tt.refs {
-		if tt.errs[pos] != nil {
-			continue
-		}
-		if td := tt.infos[pos].current; td != 0 && !seen[td] {
-			addrs[pos], seen[td] = td, true
+		if tt.errs[pos] == nil {
+			// A task two threads name (corrupt memory) is read once:
+			// ReadEach reads structures at one address together, and
+			// the cache keeps the first record stored.
+			addrs[pos] = tt.infos[pos].current
 		}
 	}
 	views := make([]view, len(addrs))

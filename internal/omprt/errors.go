@@ -136,7 +136,7 @@ func Is(err, kind error) bool {
 		if e.kind[0] == kind {
 			return true
 		}
-		if sentinel(e.kind[0]) {
+		if e.plain {
 			// A sentinel matches only itself: errors.Is would say no
 			// too, only slower (the stores' errors are asked this for
 			// every record of a snapshot).
@@ -200,7 +200,7 @@ func Rekind(err, from, to error, note string) error {
 			return err
 		}
 		n := *e
-		n.kind[0], n.msg = to, n.msg+note
+		n.kind[0], n.msg, n.plain = to, n.msg+note, sentinel(to)
 		return &n
 	}
 	if err == nil || !errors.Is(err, from) {
@@ -245,6 +245,8 @@ type NameError struct {
 	name Name
 	msg  string
 	kind [1]error
+	// plain says kind is a sentinel that matches only itself.
+	plain bool
 }
 
 // Error formats the message: "NAME MSG: SENTINEL".
@@ -276,7 +278,7 @@ func (s *ErrorStore) Error(kind error, name Name, msg string) error {
 	e := &s.free[0]
 	s.free = s.free[1:]
 	s.mu.Unlock()
-	*e = NameError{name: name, msg: msg, kind: [1]error{kind}}
+	*e = NameError{name: name, msg: msg, kind: [1]error{kind}, plain: sentinel(kind)}
 	return e
 }
 

@@ -68,7 +68,7 @@ var _ omprt.Runtime = (*Runtime)(nil)
 // Open detects LLVM's OpenMP runtime in t and reads its layout. It is an
 // omprt.Opener; see ompd.Open for the errors.
 func Open(t target.Target) (omprt.Runtime, error) {
-	rt := &Runtime{t: t, mem: omprt.NewMemory(t), syms: make(map[string]uint64, 128)}
+	rt := &Runtime{t: t, mem: omprt.NewMemory(t), syms: make(map[string]uint64, 512)}
 	sz := t.Sizes()
 	ptr := uint64(sz.Pointer)
 	var r layoutReader

@@ -65,6 +65,10 @@ type Memory struct {
 	gen    atomic.Uint64
 	recent [pagesRecent]atomic.Pointer[pageEntry]
 	next   atomic.Uint32 // the recent slot a miss replaces
+	// le says Order is little-endian (NewMemory): views then read
+	// without the byte order's dynamic calls. A Memory made otherwise
+	// reads through Order.
+	le bool
 }
 
 // pagesRecent is how many pages Memory remembers as read lately.
@@ -88,7 +92,8 @@ func (e *pageEntry) bytes() []byte {
 
 // NewMemory returns an empty cache over t.
 func NewMemory(t target.Target) *Memory {
-	return &Memory{T: t, Order: t.ByteOrder(), PtrSize: t.Sizes().Pointer, pages: make(map[uint64]*pageEntry)}
+	order := t.ByteOrder()
+	return &Memory{T: t, Order: order, PtrSize: t.Sizes().Pointer, pages: make(map[uint64]*pageEntry), le: order == binary.LittleEndian}
 }
 
 // Refresh drops every cached page.
@@ -371,7 +376,7 @@ type View struct {
 
 // view makes the View of bytes b read from m's target.
 func (m *Memory) view(b []byte) View {
-	return View{B: b, Order: m.Order, le: m.Order == binary.LittleEndian}
+	return View{B: b, Order: m.Order, le: m.le}
 }
 
 // Uint returns the unsigned value of the field at off of the given size

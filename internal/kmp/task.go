@@ -37,7 +37,7 @@ func (s *stop) taskRaw(v view, err error) *taskRaw {
 		return &taskRaw{err: err}
 	}
 	l := s.rt.l
-	t := s.raws.new()
+	t := s.raws.New()
 	*t = taskRaw{v: v, explicit: flag(v, l.tdFlags, l.flagTasktype), freed: flag(v, l.tdFlags, l.flagFreed), team: v.F(l.tdTeam)}
 	return t
 }
@@ -143,7 +143,7 @@ func (s *stop) decodeTask(r omprt.Ref) *taskRec {
 	if implicit != (r.Level >= 0) {
 		return &taskRec{err: errorf(omprt.ErrStaleHandle, "%v: task memory now holds another kind of task", name)}
 	}
-	rec := s.taskSlab.new()
+	rec := s.taskSlab.New()
 	rec.raw = t
 	dt := taskDecode{s: s, r: r, t: t, rec: rec, d: &rec.data, tn: omprt.TaskN(r), implicit: implicit}
 	if t.team == 0 {

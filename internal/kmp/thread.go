@@ -31,9 +31,9 @@ type stop struct {
 	nthMemo, bindMemo      atomic.Pointer[listMemo]  // nthreads-var and bind-var, made last
 
 	// Where the stop's records come from.
-	threadSlab slab[threadRec]
-	taskSlab   slab[taskRec]
-	raws       slab[taskRaw]
+	threadSlab omprt.Slab[threadRec]
+	taskSlab   omprt.Slab[taskRec]
+	raws       omprt.Slab[taskRaw]
 	errs       omprt.ErrorStore // the records' common answers
 	id         uint64           // the stop's number, from 1 (omprt.ICVKey.Stop)
 }
@@ -423,7 +423,7 @@ func (s *stop) thread(r omprt.ThreadRef) (*threadRec, error) {
 // decodeThread decodes the kmp_info_t of the thread at pos in the table.
 func (s *stop) decodeThread(tt *threadTable, pos int32) *threadRec {
 	r := tt.refs[pos]
-	rec := s.threadSlab.new()
+	rec := s.threadSlab.New()
 	rec.data.Ref = r
 	d := &rec.data
 	if err := tt.errs[pos]; err != nil {

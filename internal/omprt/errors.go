@@ -3,7 +3,6 @@ package omprt
 import (
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // The error sentinels of package ompd. They are defined here so that
@@ -262,22 +261,12 @@ func (e *NameError) Unwrap() []error { return e.kind[:] }
 // collector then had to scan. The zero value is ready to use; safe for
 // concurrent use.
 type ErrorStore struct {
-	mu   sync.Mutex
-	free []NameError
+	slab Slab[NameError]
 }
-
-// errorBlock is how many NameErrors an ErrorStore allocates at once.
-const errorBlock = 64
 
 // Error returns an error matching kind, "NAME MSG".
 func (s *ErrorStore) Error(kind error, name Name, msg string) error {
-	s.mu.Lock()
-	if len(s.free) == 0 {
-		s.free = make([]NameError, errorBlock)
-	}
-	e := &s.free[0]
-	s.free = s.free[1:]
-	s.mu.Unlock()
+	e := s.slab.New()
 	*e = NameError{name: name, msg: msg, kind: [1]error{kind}, plain: sentinel(kind)}
 	return e
 }

@@ -1,21 +1,22 @@
-package kmp
+package omprt
 
 import "sync"
 
-// slab hands out records of one kind allocated many at a time: a stop
+// Slab hands out records of one kind allocated many at a time: a stop
 // decodes one thread record and one or two task records per thread, and
 // allocating them one by one was a tenth of a snapshot's CPU profile. The
-// records live as long as the stop, like the slab.
-type slab[T any] struct {
+// records live as long as the slab's owner (a stop). The zero value is
+// ready to use; safe for concurrent use.
+type Slab[T any] struct {
 	mu   sync.Mutex
 	free []T
 }
 
-// slabSize is how many records a slab allocates at once.
+// slabSize is how many records a Slab allocates at once.
 const slabSize = 64
 
-// new returns a zero record.
-func (s *slab[T]) new() *T {
+// New returns a zero record.
+func (s *Slab[T]) New() *T {
 	s.mu.Lock()
 	if len(s.free) == 0 {
 		s.free = make([]T, slabSize)

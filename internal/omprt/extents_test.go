@@ -20,13 +20,7 @@ import (
 func TestReadEach(t *testing.T) {
 	const base, size = 0x300000, 200
 	const gap = page / 2 // the most ReadEach reads through
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	require.NoError(t, tg.Map(base, 8*page))
-	want := make([]byte, 8*page)
-	for i := range want {
-		want[i] = byte(i*5 + i/page)
-	}
-	require.NoError(t, tg.Poke(base, want))
+	tg, want := pokedTarget(t, base, 8, 5)
 	mem := omprt.NewMemory(tg)
 	// Unsorted; a null entry left alone; the second and fifth a gap
 	// apart (one read, crossing pages 0-1), the fourth and sixth next to
@@ -108,13 +102,7 @@ func TestReadEach(t *testing.T) {
 // structure listed twice is read once.
 func TestReadEachArray(t *testing.T) {
 	const base, size, n = 0x500000, 320, 2000
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	require.NoError(t, tg.Map(base, 160*page))
-	want := make([]byte, 160*page)
-	for i := range want {
-		want[i] = byte(i*7 + i/page)
-	}
-	require.NoError(t, tg.Poke(base, want))
+	tg, want := pokedTarget(t, base, 160, 7)
 	mem := omprt.NewMemory(tg)
 	addrs := make([]uint64, n+1)
 	for i := range n {
@@ -238,13 +226,7 @@ func TestReadEachVector(t *testing.T) {
 // call (which may reuse the first one's buffer) reads its own bytes.
 func TestReadEachFunc(t *testing.T) {
 	const base, size = 0x300000, 200
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	require.NoError(t, tg.Map(base, 4*page))
-	want := make([]byte, 4*page)
-	for i := range want {
-		want[i] = byte(i*7 + i/page)
-	}
-	require.NoError(t, tg.Poke(base, want))
+	tg, want := pokedTarget(t, base, 4, 7)
 	mem := omprt.NewMemory(tg)
 	addrs := []uint64{base + 3*page, 0, base + 16, base + 16 + size, base + 8*page}
 	got := map[int][]byte{}
@@ -267,4 +249,19 @@ func TestReadEachFunc(t *testing.T) {
 		n++
 	})
 	assert.Equal(t, 1, n)
+}
+
+// pokedTarget returns a fake target with pages pages mapped at base and
+// the bytes written there: byte i is i*mul + i/page, so that every offset
+// and page tells itself apart.
+func pokedTarget(t *testing.T, base uint64, pages, mul int) (*fakeruntime.Target, []byte) {
+	t.Helper()
+	tg := fakeruntime.NewTarget(fakeruntime.Config{})
+	require.NoError(t, tg.Map(base, pages*page))
+	want := make([]byte, pages*page)
+	for i := range want {
+		want[i] = byte(i*mul + i/page)
+	}
+	require.NoError(t, tg.Poke(base, want))
+	return tg, want
 }

@@ -241,13 +241,7 @@ func TestMemoryStopBudget(t *testing.T) {
 // target again.
 func TestReadAcrossPagesReadApart(t *testing.T) {
 	const base = 0x500000
-	tg := fakeruntime.NewTarget(fakeruntime.Config{})
-	require.NoError(t, tg.Map(base, 4*page))
-	want := make([]byte, 4*page)
-	for i := range want {
-		want[i] = byte(i*3 + i/page)
-	}
-	require.NoError(t, tg.Poke(base, want))
+	tg, want := pokedTarget(t, base, 4, 3)
 	mem := omprt.NewMemory(tg)
 	for _, a := range []uint64{base + 8, base + page + 8} {
 		_, err := mem.Read(a, 8)

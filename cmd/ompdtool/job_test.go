@@ -176,8 +176,28 @@ func newHybridUserMPI(t *testing.T, env []string, mpi mpiFlavor) *hybridUser {
 // args after DIR ("HUNG_RANK SECONDS [NODUMP_RANK]") and extraEnv, and
 // waits for every rank's truth. The batch script outlives the fixture's
 // step, so that a rank killed by a test ends that step, not the job and the
-// collectors' step with it.
+// collectors' step with it. A job whose ranks do not all get in place is
+// cancelled and submitted once more: on a loaded machine Open MPI's
+// start-up can fail (a peer's TCP connect times out and the ranks crash in
+// MPI_Init), before any rank runs the code under test.
 func (h *hybridUser) submit(t *testing.T, ranks int, args string, extraEnv ...string) (string, map[int]hybridTruth) {
+	for attempt := 1; ; attempt++ {
+		job, truths, jobOut := h.trySubmit(t, ranks, args, extraEnv...)
+		if len(truths) == ranks {
+			return job, truths
+		}
+		if attempt == 2 {
+			t.Fatalf("only %d of %d ranks got in place, in two jobs; job output:\n%s", len(truths), ranks, jobOut)
+		}
+		t.Logf("only %d of %d ranks got in place; cancelling job %s and submitting again. Job output:\n%s", len(truths), ranks, job, jobOut)
+		_ = exec.Command("scancel", job).Run()
+	}
+}
+
+// trySubmit is one submission of submit: the job, the truths of the ranks
+// that got in place within 90 seconds and, if not all did, the job's
+// output.
+func (h *hybridUser) trySubmit(t *testing.T, ranks int, args string, extraEnv ...string) (string, map[int]hybridTruth, []byte) {
 	for r := 0; r < ranks; r++ {
 		_ = os.Remove(filepath.Join(h.dir, "truth."+strconv.Itoa(r)))
 	}
@@ -207,11 +227,11 @@ func (h *hybridUser) submit(t *testing.T, ranks int, args string, extraEnv ...st
 		}
 		if time.Now().After(deadline) {
 			jobOut, _ := os.ReadFile(out)
-			t.Fatalf("only %d of %d ranks got in place; job output:\n%s", len(truths), ranks, jobOut)
+			return job, truths, jobOut
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return job, truths
+	return job, truths, nil
 }
 
 // command is the tool run as the user, with extraEnv.

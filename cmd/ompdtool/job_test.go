@@ -178,8 +178,8 @@ func newHybridUserMPI(t *testing.T, env []string, mpi mpiFlavor) *hybridUser {
 // step, so that a rank killed by a test ends that step, not the job and the
 // collectors' step with it. A job whose ranks do not all get in place is
 // cancelled and submitted once more: on a loaded machine Open MPI's
-// start-up can fail (a peer's TCP connect times out and the ranks crash in
-// MPI_Init), before any rank runs the code under test.
+// start-up can fail (a peer's TCP connect timed out and two ranks crashed
+// while starting), before any rank runs the code under test.
 func (h *hybridUser) submit(t *testing.T, ranks int, args string, extraEnv ...string) (string, map[int]hybridTruth) {
 	for attempt := 1; ; attempt++ {
 		job, truths, jobOut := h.trySubmit(t, ranks, args, extraEnv...)

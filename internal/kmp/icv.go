@@ -481,7 +481,7 @@ func (rt *Runtime) ICVsAtKeyed(sc omprt.ScopeRef, ids []omprt.ICV, vals []omprt.
 // rec; false (and the zero key) when the task's ICVs cannot be read whole
 // (taskRecICV answers with the record's own errors then).
 func (s *stop) taskICVKey(rec *taskRec, r omprt.Ref, k *omprt.ICVKey) bool {
-	lo, hi := s.rt.icvBytes()
+	lo, hi := s.rt.l.icvLo, s.rt.l.icvHi
 	if rec.err != nil || rec.icvsErr != nil || rec.teamErr != nil || hi-lo > uint64(len(k.Raw)) || hi > uint64(len(rec.raw.v.B)) {
 		return false
 	}
@@ -494,15 +494,4 @@ func (s *stop) taskICVKey(rec *taskRec, r omprt.Ref, k *omprt.ICVKey) bool {
 		k.Flags |= 2
 	}
 	return true
-}
-
-// icvBytes returns where in kmp_taskdata_t the fields of the ICVs lie,
-// from the first one's start to the last one's end.
-func (rt *Runtime) icvBytes() (lo, hi uint64) {
-	l := rt.l
-	lo, hi = ^uint64(0), 0
-	for _, f := range [...]field{l.icvDynamic, l.icvMaxActive, l.icvNproc, l.icvProcBind, l.icvSchedType, l.icvSchedChunk, l.icvDefaultDevice, l.icvThreadLimit} {
-		lo, hi = min(lo, f.Off), max(hi, f.End())
-	}
-	return lo, hi
 }

@@ -39,7 +39,8 @@ type layout struct {
 	tdFlags, tdTeam, tdParent, tdTaskData, tdSchedParent, tdExitFrame, tdEnterFrame, tdExitFlags, tdEnterFlags     field
 	icvDynamic, icvMaxActive, icvNproc, icvProcBind, icvSchedType, icvSchedChunk, icvDefaultDevice, icvThreadLimit field
 	taskExtent                                                                                                     uint64
-	taskRoutine                                                                                                    field // in kmp_task_t, which follows kmp_taskdata_t
+	icvLo, icvHi                                                                                                   uint64 // where the icv fields lie, first start to last end
+	taskRoutine                                                                                                    field  // in kmp_task_t, which follows kmp_taskdata_t
 
 	// task flag masks: the memory image of kmp_tasking_flags_t with only
 	// that bit set. Only the flags read are looked up: a runtime whose
@@ -335,8 +336,13 @@ func (l *layout) finish(ptr uint64) error {
 	}
 	l.thExtent = ext(l.thTeam, l.thCurrentTask, l.thThread, l.thTid, l.thState, l.thWaitID, l.thThreadData)
 	l.teamExtent = ext(l.tThreads, l.tNproc, l.tLevel, l.tActiveLevel, l.tParent, l.tPkfn, l.tImplicitTask, l.tMasterTid, l.tParallelData, l.tSerialInfo)
-	l.taskExtent = ext(l.tdFlags, l.tdTeam, l.tdParent, l.tdTaskData, l.tdSchedParent, l.tdExitFrame, l.tdEnterFrame, l.tdExitFlags, l.tdEnterFlags,
-		l.icvDynamic, l.icvMaxActive, l.icvNproc, l.icvProcBind, l.icvSchedType, l.icvSchedChunk, l.icvDefaultDevice, l.icvThreadLimit)
+	icvFields := []field{l.icvDynamic, l.icvMaxActive, l.icvNproc, l.icvProcBind, l.icvSchedType, l.icvSchedChunk, l.icvDefaultDevice, l.icvThreadLimit}
+	l.taskExtent = max(ext(l.tdFlags, l.tdTeam, l.tdParent, l.tdTaskData, l.tdSchedParent, l.tdExitFrame, l.tdEnterFrame, l.tdExitFlags, l.tdEnterFlags),
+		ext(icvFields...))
+	l.icvLo, l.icvHi = ^uint64(0), ext(icvFields...)
+	for _, f := range icvFields {
+		l.icvLo = min(l.icvLo, f.Off)
+	}
 	l.lwExtent = ext(l.lwParallelData, l.lwTaskData, l.lwSchedParent, l.lwExitFrame, l.lwEnterFrame, l.lwExitFlags, l.lwEnterFlags, l.lwParent)
 
 	check := func(name string, ok bool) {

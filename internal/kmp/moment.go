@@ -591,7 +591,7 @@ func (s *stop) stackFunction(tm *team, level int32) (uint64, string) {
 		return 0, t.err.Error()
 	}
 	name := omprt.TaskN(omprt.Ref{Addr: tm.implicit, Level: level})
-	exit, _, err := s.implicitData(tm, t.v, level, name, &s.errs).frames(s.rt.l)
+	exit, _, err := s.implicitData(tm, t.v, level, name).frames(s.rt.l)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -332,7 +332,7 @@ func (dt *taskDecode) idAndFrames() {
 	s, l, d, tn := dt.s, dt.s.rt.l, dt.d, dt.tn
 	src := ompData{v: dt.t.v}
 	if dt.implicit {
-		src = s.implicitData(dt.tm, dt.t.v, dt.r.Level, tn, &s.errs)
+		src = s.implicitData(dt.tm, dt.t.v, dt.r.Level, tn)
 	}
 	d.ID, d.IDErr = src.id(l)
 	if on, err := s.stateTracking(); err != nil {
@@ -386,7 +386,7 @@ func (o ompData) frames(l *layout) (exit, enter omprt.Frame, err error) {
 // its data on the runtime's stack until after the breakpoint). So does a
 // parallel region closely nested in a teams construct, whose enclosing
 // task is the one that ran the teams region's body (team.teamsBody).
-func (s *stop) implicitData(tm *team, td view, level int32, tn omprt.Name, es *omprt.ErrorStore) ompData {
+func (s *stop) implicitData(tm *team, td view, level int32, tn omprt.Name) ompData {
 	j := tm.level - level // 0: the task's own data; k > 0: lw taskteam k
 	if j <= 1 {
 		m := s.teamMoment(tm)
@@ -409,8 +409,8 @@ func (s *stop) implicitData(tm *team, td view, level int32, tn omprt.Name, es *o
 	case err != nil:
 		return ompData{idErr: err, frameErr: err}
 	case lwt == 0:
-		return ompData{idErr: es.Error(omprt.ErrNeedsStateTracking, tn, ": serialized level data"),
-			frameErr: es.Error(omprt.ErrUnavailable, tn, ": no frame kept for this serialized level")}
+		return ompData{idErr: s.errs.Error(omprt.ErrNeedsStateTracking, tn, ": serialized level data"),
+			frameErr: s.errs.Error(omprt.ErrUnavailable, tn, ": no frame kept for this serialized level")}
 	}
 	v, err := s.rt.view(lwt, s.rt.l.lwExtent, "lw taskteam")
 	if err != nil {

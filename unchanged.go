@@ -46,6 +46,15 @@ func (u unchanged) fixAll(errs ...*error) {
 	}
 }
 
+// fixEach fixes each error of errs in place.
+func (u unchanged) fixEach(errs []error) {
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = u.fix(err)
+		}
+	}
+}
+
 // anyStale reports whether one of errs would be fixed.
 func (u unchanged) anyStale(errs ...error) bool {
 	if u.refreshed.Load() {
@@ -115,11 +124,7 @@ func (u unchanged) ICVsAt(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.Value,
 	} else {
 		icvsAt(u.Runtime, s, ids, vals, errs)
 	}
-	for i, err := range errs {
-		if err != nil {
-			errs[i] = u.fix(err)
-		}
-	}
+	u.fixEach(errs)
 }
 
 // ICVsAtKeyed is omprt.ICVKeyed's, through the runtime's if it has one;
@@ -133,11 +138,7 @@ func (u unchanged) ICVsAtKeyed(s omprt.ScopeRef, ids []omprt.ICV, vals []omprt.V
 	if u.keyed.ICVsAtKeyed(s, ids, vals, errs, key) {
 		return true
 	}
-	for i, err := range errs {
-		if err != nil {
-			errs[i] = u.fix(err)
-		}
-	}
+	u.fixEach(errs)
 	return false
 }
 

@@ -49,7 +49,7 @@ func (m *Memory) ReadEach(addrs []uint64, size uint64, what string, out []View, 
 
 // ReadEachFunc is ReadEach for structures decoded at once: it calls fn
 // with the view of each structure whose address is not 0, or why it
-// cannot be read, in address order of addrs' indexes. The views lie in a
+// cannot be read, in the order of addrs. The views lie in a
 // buffer ReadEachFunc reuses once it returns: fn must keep none of v's
 // bytes. What a stop keeps of hundreds of kmp_info_t is a few fields of
 // each; keeping their bytes too was a fifth of what a snapshot allocated.

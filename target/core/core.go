@@ -171,9 +171,8 @@ type Core struct {
 	files    map[string]*mappedFile
 	infos    []target.Object
 	warnings []string
-	// notLoaded lists the libraries the core names that could not be
-	// loaded, with why; missingObjs the same as MissingObjects gives them.
-	notLoaded   []string
+	// missingObjs are the libraries the core names that could not be
+	// loaded, with why (MissingObjects).
 	missingObjs []target.Object
 	// threads are the threads with their thread pointers and pthread_t,
 	// once resolveThreads ran.
@@ -317,11 +316,13 @@ func (c *Core) warnf(format string, args ...any) {
 // warning, and the reason symbol lookups that fail name (see
 // LookupSymbol).
 func (c *Core) missing(name string, err error) {
-	msg := oneLine(fmt.Sprintf("%s: %v", name, err))
-	c.warnings = append(c.warnings, msg)
-	c.notLoaded = append(c.notLoaded, msg)
+	c.warnings = append(c.warnings, missingText(name, err))
 	c.missingObjs = append(c.missingObjs, target.Object{Name: name, Err: err})
 }
+
+// missingText is the line that says the library name could not be
+// loaded, and why.
+func missingText(name string, err error) string { return oneLine(fmt.Sprintf("%s: %v", name, err)) }
 
 // MissingObjects lists the libraries the core names that could not be
 // loaded (target.MissingObjectLister): Name as the core names them, Err
@@ -759,8 +760,12 @@ func (c *Core) Warnings() []string {
 // names them: the symbol may be in one of those.
 func (c *Core) LookupSymbol(name string) (uint64, error) {
 	a, err := c.set.Lookup(name)
-	if err != nil && len(c.notLoaded) > 0 && errors.Is(err, target.ErrNotFound) {
-		err = &target.LookupError{Kind: "symbol", Name: name, Err: fmt.Errorf("%w in the objects loaded, and %w: %s", target.ErrNotFound, target.ErrObjectMissing, strings.Join(c.notLoaded, "; "))}
+	if err != nil && len(c.missingObjs) > 0 && errors.Is(err, target.ErrNotFound) {
+		lines := make([]string, len(c.missingObjs))
+		for i, o := range c.missingObjs {
+			lines[i] = missingText(o.Name, o.Err)
+		}
+		err = &target.LookupError{Kind: "symbol", Name: name, Err: fmt.Errorf("%w in the objects loaded, and %w: %s", target.ErrNotFound, target.ErrObjectMissing, strings.Join(lines, "; "))}
 	}
 	return a, err
 }

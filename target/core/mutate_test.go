@@ -151,7 +151,7 @@ func (c *Core) withReader(r io.ReaderAt) *Core {
 		l[i] = rg
 	}
 	m.layers[layerCore] = l
-	return &Core{r: r, d: c.d, mem: m, set: c.set, files: c.files, infos: c.infos, warnings: c.warnings, notLoaded: c.notLoaded, missingObjs: c.missingObjs}
+	return &Core{r: r, d: c.d, mem: m, set: c.set, files: c.files, infos: c.infos, warnings: c.warnings, missingObjs: c.missingObjs}
 }
 
 // span is a range of the core file that a mutation may hit.
